@@ -1,0 +1,120 @@
+// Atomic files in dataDir: write a temporary file, fsync it, rename it over the target, fsync the
+// folder. A power cut at any moment leaves either the old or the new content, never a torn file.
+
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+
+let counter = 0;
+
+function tempName(file: string): string {
+  return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${++counter}.tmp`);
+}
+
+/** Writes `data` to `file` atomically and durably (file mode 0600 by default). */
+export async function writeFileAtomic(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
+  const tmp = tempName(file);
+  const fh = await fsp.open(tmp, 'w', mode);
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } catch (err) {
+    await fh.close().catch(() => {});
+    await fsp.rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+  await fh.close();
+  try {
+    await fsp.rename(tmp, file);
+  } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => {});
+    throw err;
+  }
+  await syncDir(path.dirname(file));
+}
+
+/** Synchronous twin, for start-up and shutdown paths that must not yield. */
+export function writeFileAtomicSync(file: string, data: string | Buffer, mode = 0o600): void {
+  const tmp = tempName(file);
+  const fd = fs.openSync(tmp, 'w', mode);
+  try {
+    fs.writeFileSync(fd, data);
+    fs.fsyncSync(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
+  try {
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  syncDirSync(path.dirname(file));
+}
+
+export async function syncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync();
+  } catch {
+    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
+  } finally {
+    await fh.close();
+  }
+}
+
+export function syncDirSync(dir: string): void {
+  const fd = fs.openSync(dir, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } catch {
+    // see syncDir
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** A JSON state file carrying a format version, so newer firmware can migrate older dataDirs. */
+export interface Versioned {
+  formatVersion: number;
+}
+
+export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(value, null, 1) + '\n');
+}
+
+/** Reads a JSON file; `undefined` when it does not exist. Leftover temporary files are removed. */
+export function readJsonFile<T>(file: string): T | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  return JSON.parse(text) as T;
+}
+
+/** Removes temporary files left by a write interrupted by a crash or power cut. */
+export function cleanTempFiles(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const n of names) if (n.startsWith('.') && n.endsWith('.tmp')) fs.rmSync(path.join(dir, n), { force: true });
+}
+
+/** Creates dataDir (and subfolders) with mode 0700. */
+export function ensurePrivateDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    fs.chmodSync(dir, 0o700);
+  } catch {
+    // read-only or foreign-owned: the caller finds out on first write
+  }
+}
