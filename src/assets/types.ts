@@ -44,3 +44,44 @@ export interface AssetConfig {
   /** Channels in configuration order. */
   channels: ChannelConfig[];
 }
+
+/** The outcome of reading or writing one channel (Kura's ChannelRecord). */
+export interface ChannelRecord {
+  name: string;
+  status: 'SUCCESS' | 'FAILURE';
+  /** The channel's configured value type (for unknown channels: the requested type, else STRING). */
+  valueType: ValueType;
+  /** Present on SUCCESS; on reads scale/offset are already applied. */
+  value?: TypedValue;
+  /** Present on FAILURE: a message a user can act on (e.g. `Channel not found: x`). */
+  error?: string;
+  /** Milliseconds since the epoch; never 0. */
+  timestamp: number;
+  unit?: string;
+}
+
+export class AssetNotFoundError extends Error {
+  constructor(readonly pid: string) {
+    super(`Asset not found: ${pid}`);
+  }
+}
+
+/**
+ * What the REST API, ASSET-V1 and telemetry use to reach assets. Implemented in `assets/service.ts`.
+ * `read`/`write` throw AssetNotFoundError for an unknown pid and never throw for channel problems:
+ * those become FAILURE records (unknown channel, wrong mode, disabled, driver error/not attached).
+ */
+export interface AssetService {
+  /** Asset pids in configuration order. */
+  list(): string[];
+  get(pid: string): AssetConfig | undefined;
+  /**
+   * Reads channels. `names` undefined: every enabled channel whose mode is READ or READ_WRITE.
+   * With names: exactly those, in that order, de-duplicated (first occurrence wins).
+   */
+  read(pid: string, names?: string[]): Promise<ChannelRecord[]>;
+  /** Writes values (already converted to each channel's type); records in request order. */
+  write(pid: string, items: { name: string; value: TypedValue }[]): Promise<ChannelRecord[]>;
+  /** Telemetry hook: called with the records of each poll cycle of an asset with `poll.interval`. */
+  onPoll(listener: (pid: string, records: ChannelRecord[]) => void): () => void;
+}
