@@ -52,19 +52,24 @@ t.test('good archives', async (t) => {
   }
 });
 
-t.test('archives made by the zip command read back', async (t) => {
+function hasZipCommand(): boolean {
+  try {
+    execFileSync('zip', ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const zipMissing = !hasZipCommand();
+if (zipMissing && process.env.CI === 'true') t.fail('the zip command is required under CI');
+
+t.test('archives made by the zip command read back', { skip: zipMissing && 'zip command not installed' }, async (t) => {
   const src = path.join(dir, 'src');
   fs.mkdirSync(path.join(src, 'META-INF'), { recursive: true });
   fs.writeFileSync(path.join(src, 'META-INF/MANIFEST.MF'), manifestText({ name: 'x.y', version: '1.2' }));
   fs.writeFileSync(path.join(src, 'data.bin'), Buffer.alloc(10_000, 'q'));
   const out = path.join(dir, 'cmd.dp');
-  try {
-    execFileSync('zip', ['-q', '-r', out, 'META-INF', 'data.bin'], { cwd: src });
-  } catch (err) {
-    if (process.env.CI === 'true') throw err;
-    t.comment('zip command not available');
-    return;
-  }
+  execFileSync('zip', ['-q', '-r', out, 'META-INF', 'data.bin'], { cwd: src });
   const files = await readAll(out);
   t.equal(files['data.bin']!.length, 10_000);
   t.same(readPackageManifest(files['META-INF/MANIFEST.MF']!), { name: 'x.y', version: '1.2.0', extensions: [] });
