@@ -1,0 +1,525 @@
+// A small MQTT 3.1.1 client over node:net / node:tls. `mqtt-packet` does the byte-level parse and
+// generate; everything else (session, keep-alive, QoS 1, reconnect) is here.
+//
+// Life cycle: start() connects and keeps reconnecting (exponential backoff with random jitter, so a
+// fleet of gateways does not stampede a restarted broker) until end(). Each successful CONNACK
+// re-subscribes every wanted subscription, publishes the birth message and resends QoS 1 messages
+// that were never acknowledged, with DUP set [MQTT-4.4.0-1]. The client never throws out of a socket
+// callback: a malformed packet, a refused CONNACK or a silent broker closes the socket and the
+// reconnect loop takes over.
+
+import { EventEmitter } from 'node:events';
+import net from 'node:net';
+import tls from 'node:tls';
+import mqttPacket from 'mqtt-packet';
+import type { Logger } from '../log.js';
+
+export interface MqttMessage {
+  topic: string;
+  payload: Buffer;
+  qos?: 0 | 1;
+  retain?: boolean;
+}
+
+export interface MqttClientOptions {
+  /** `mqtt://host[:port]`, `tcp://…` (1883) or `mqtts://`, `ssl://`, `tls://` (8883). */
+  url: string;
+  clientId: string;
+  username?: string;
+  /** Never logged. */
+  password?: string;
+  /** Seconds; 0 disables keep-alive. */
+  keepAlive: number;
+  clean: boolean;
+  will?: MqttMessage;
+  /** Published after each CONNACK (Kura's birth certificate). Built lazily so it carries fresh data. */
+  birth?: () => MqttMessage;
+  /** Published before a clean DISCONNECT. */
+  disconnectMessage?: () => MqttMessage;
+  tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
+  /** A CONNECT that is not answered within this time is abandoned (ms). */
+  connectTimeout?: number;
+  reconnectMin?: number;
+  reconnectMax?: number;
+  log: Logger;
+}
+
+interface Inflight {
+  packet: mqttPacket.IPublishPacket;
+  resolve: () => void;
+  reject: (err: Error) => void;
+  /** Written on the current connection. */
+  sent: boolean;
+  /** Written on some connection (a resend then carries DUP). */
+  everSent?: boolean;
+}
+
+interface PendingAck {
+  resolve: (granted: number[]) => void;
+  reject: (err: Error) => void;
+}
+
+export class MqttError extends Error {}
+
+const CONNACK_REASONS: Record<number, string> = {
+  1: 'unacceptable protocol version',
+  2: 'identifier rejected',
+  3: 'server unavailable',
+  4: 'bad user name or password',
+  5: 'not authorized',
+};
+
+export function parseBrokerUrl(url: string): { host: string; port: number; secure: boolean } {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new MqttError(`invalid broker URL: ${url}`);
+  }
+  const scheme = u.protocol.replace(/:$/, '');
+  const secure = ['mqtts', 'ssl', 'tls'].includes(scheme);
+  if (!secure && !['mqtt', 'tcp'].includes(scheme)) throw new MqttError(`unsupported broker URL scheme: ${scheme}`);
+  if (!u.hostname) throw new MqttError(`broker URL without host: ${url}`);
+  const port = u.port ? Number(u.port) : secure ? 8883 : 1883;
+  // IPv6 literals come back bracketed from URL.
+  return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port, secure };
+}
+
+/**
+ * Events: `connect` (sessionPresent), `close`, `message` (topic, payload, packet), `error` is never
+ * emitted (problems are logged), `offline` when a connection is lost.
+ */
+export class MqttClient extends EventEmitter {
+  private socket?: net.Socket;
+  private parser?: mqttPacket.Parser;
+  private connected = false;
+  private stopped = true;
+  private attempt = 0;
+  private reconnectTimer?: NodeJS.Timeout;
+  private connectTimer?: NodeJS.Timeout;
+  private keepAliveTimer?: NodeJS.Timeout;
+  private lastSent = 0;
+  private lastReceived = 0;
+  private pingOutstanding = false;
+  private nextId = 1;
+  /** QoS 1 publications in send order, kept until PUBACK (resent on reconnect). */
+  private readonly inflight = new Map<number, Inflight>();
+  private readonly subAcks = new Map<number, PendingAck>();
+  private readonly unsubAcks = new Map<number, PendingAck>();
+  /** Wanted subscriptions, restored after each reconnect. */
+  private readonly subscriptions = new Map<string, 0 | 1>();
+  private readonly log: Logger;
+
+  constructor(private readonly opts: MqttClientOptions) {
+    super();
+    this.log = opts.log;
+    // Validate now so a bad URL is a configuration error, not a retry loop.
+    parseBrokerUrl(opts.url);
+  }
+
+  get isConnected(): boolean {
+    return this.connected;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.ended = false;
+    this.open();
+  }
+
+  // ---- connection ---------------------------------------------------------------------------
+
+  private open(): void {
+    const { host, port, secure } = parseBrokerUrl(this.opts.url);
+    this.log.debug('mqtt connecting', { broker: `${host}:${port}`, clientId: this.opts.clientId, tls: secure });
+    let socket: net.Socket;
+    const onConnected = () => {
+      socket.setNoDelay(true);
+      this.sendConnect();
+    };
+    if (secure) {
+      const t = this.opts.tls ?? {};
+      socket = tls.connect({
+        host,
+        port,
+        ca: t.ca,
+        cert: t.cert,
+        key: t.key,
+        servername: net.isIP(host) ? undefined : host,
+      });
+      socket.once('secureConnect', onConnected);
+    } else {
+      socket = net.connect({ host, port });
+      socket.once('connect', onConnected);
+    }
+    this.socket = socket;
+    const parser = mqttPacket.parser({ protocolVersion: 4 });
+    this.parser = parser;
+    parser.on('packet', (p: mqttPacket.Packet) => {
+      if (this.socket === socket) this.handlePacket(p);
+    });
+    parser.on('error', (err: Error) => {
+      if (this.socket !== socket) return;
+      this.log.warn('mqtt malformed packet from broker, closing connection', { error: err.message });
+      socket.destroy();
+    });
+    socket.on('data', (chunk: Buffer) => {
+      if (this.socket !== socket) return;
+      this.lastReceived = Date.now();
+      try {
+        parser.parse(chunk);
+      } catch (err) {
+        this.log.warn('mqtt malformed packet from broker, closing connection', { error: (err as Error).message });
+        socket.destroy();
+      }
+    });
+    socket.on('error', (err) => {
+      if (this.socket === socket) this.log.warn('mqtt connection error', { broker: `${host}:${port}`, error: err.message });
+    });
+    socket.on('close', () => this.onClose(socket));
+    const timeout = this.opts.connectTimeout ?? 30_000;
+    this.connectTimer = setTimeout(() => {
+      if (this.socket === socket && !this.connected) {
+        this.log.warn('mqtt CONNECT not answered, giving up on this attempt', { broker: `${host}:${port}`, timeoutMs: timeout });
+        socket.destroy();
+      }
+    }, timeout);
+  }
+
+  private sendConnect(): void {
+    const o = this.opts;
+    const packet: mqttPacket.IConnectPacket = {
+      cmd: 'connect',
+      protocolId: 'MQTT',
+      protocolVersion: 4,
+      clientId: o.clientId,
+      clean: o.clean,
+      keepalive: o.keepAlive,
+    };
+    if (o.username) packet.username = o.username;
+    if (o.password) packet.password = Buffer.from(o.password, 'utf8');
+    if (o.will) packet.will = { topic: o.will.topic, payload: o.will.payload, qos: o.will.qos ?? 0, retain: o.will.retain ?? false };
+    this.write(packet);
+  }
+
+  private onClose(socket: net.Socket): void {
+    if (this.socket !== socket) return;
+    clearTimeout(this.connectTimer);
+    clearInterval(this.keepAliveTimer);
+    this.socket = undefined;
+    this.parser = undefined;
+    const wasConnected = this.connected;
+    this.connected = false;
+    this.pingOutstanding = false;
+    for (const f of this.inflight.values()) f.sent = false;
+    // SUBSCRIBE/UNSUBSCRIBE in flight are lost with the connection; the wanted set is restored on
+    // reconnect, so callers waiting on an ack are told the connection dropped.
+    for (const a of [...this.subAcks.values(), ...this.unsubAcks.values()]) a.reject(new MqttError('connection lost'));
+    this.subAcks.clear();
+    this.unsubAcks.clear();
+    if (wasConnected) {
+      this.log.warn('mqtt connection lost', { clientId: this.opts.clientId });
+      this.emit('offline');
+    }
+    this.emit('close');
+    if (!this.stopped) this.scheduleReconnect();
+  }
+
+  /** Exponential backoff from reconnectMin to reconnectMax, plus up to 50 % random jitter. */
+  private scheduleReconnect(): void {
+    const min = this.opts.reconnectMin ?? 1000;
+    const max = this.opts.reconnectMax ?? 60_000;
+    const base = Math.min(max, min * 2 ** Math.min(this.attempt, 20));
+    const delay = Math.round(base + Math.random() * base * 0.5);
+    this.attempt++;
+    this.log.debug('mqtt reconnect scheduled', { delayMs: delay });
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (!this.stopped) this.open();
+    }, delay);
+  }
+
+  private write(packet: mqttPacket.Packet): boolean {
+    const s = this.socket;
+    if (!s || s.destroyed) return false;
+    let buf: Buffer;
+    try {
+      buf = mqttPacket.generate(packet, { protocolVersion: 4 });
+    } catch (err) {
+      this.log.error('mqtt cannot encode packet', { cmd: packet.cmd, error: (err as Error).message });
+      return false;
+    }
+    this.lastSent = Date.now();
+    s.write(buf);
+    return true;
+  }
+
+  // ---- incoming packets ---------------------------------------------------------------------
+
+  private handlePacket(p: mqttPacket.Packet): void {
+    switch (p.cmd) {
+      case 'connack':
+        return this.onConnack(p);
+      case 'publish':
+        return this.onPublish(p);
+      case 'puback': {
+        const f = p.messageId !== undefined ? this.inflight.get(p.messageId) : undefined;
+        if (f) {
+          this.inflight.delete(p.messageId!);
+          f.resolve();
+        }
+        return;
+      }
+      case 'pubrel':
+        // QoS 2 is never requested, but a broker may still send it; finish the flow [MQTT-4.3.3].
+        this.write({ cmd: 'pubcomp', messageId: p.messageId });
+        return;
+      case 'suback': {
+        const a = p.messageId !== undefined ? this.subAcks.get(p.messageId) : undefined;
+        if (a) {
+          this.subAcks.delete(p.messageId!);
+          a.resolve(p.granted as number[]);
+        }
+        return;
+      }
+      case 'unsuback': {
+        const a = p.messageId !== undefined ? this.unsubAcks.get(p.messageId) : undefined;
+        if (a) {
+          this.unsubAcks.delete(p.messageId!);
+          a.resolve([]);
+        }
+        return;
+      }
+      case 'pingresp':
+        this.pingOutstanding = false;
+        return;
+      default:
+        // A broker must not send CONNECT, SUBSCRIBE, … to a client [MQTT-3.1.0-2 and per packet].
+        this.log.warn('mqtt unexpected packet from broker, closing connection', { cmd: p.cmd });
+        this.socket?.destroy();
+    }
+  }
+
+  private onConnack(p: mqttPacket.IConnackPacket): void {
+    if (this.connected) {
+      // [MQTT-3.2.0-1] only one CONNACK per connection.
+      this.log.warn('mqtt second CONNACK from broker, closing connection');
+      this.socket?.destroy();
+      return;
+    }
+    clearTimeout(this.connectTimer);
+    const code = p.returnCode ?? 0;
+    if (code !== 0) {
+      this.log.error('mqtt connection refused by broker', {
+        clientId: this.opts.clientId,
+        reason: CONNACK_REASONS[code] ?? `code ${code}`,
+      });
+      this.socket?.destroy();
+      return;
+    }
+    this.connected = true;
+    this.attempt = 0;
+    this.lastReceived = Date.now();
+    this.startKeepAlive();
+    this.log.info('mqtt connected', { broker: this.opts.url, clientId: this.opts.clientId, sessionPresent: p.sessionPresent });
+    // Restore subscriptions (the broker may have lost the session even when we asked to keep it).
+    if (this.subscriptions.size > 0) {
+      const subs = [...this.subscriptions].map(([topic, qos]) => ({ topic, qos }));
+      this.sendSubscribe(subs).then(
+        (granted) => this.checkGranted(subs.map((s) => s.topic), granted),
+        () => {},
+      );
+    }
+    if (this.opts.birth) {
+      const b = this.opts.birth();
+      this.publish(b.topic, b.payload, { qos: b.qos ?? 0, retain: b.retain }).catch(() => {});
+    }
+    // Resend unacknowledged QoS 1 publications, oldest first, with DUP [MQTT-4.4.0-1].
+    for (const f of this.inflight.values()) {
+      if (f.sent) continue;
+      if (f.packet.dup === false && f.everSent) f.packet.dup = true;
+      f.sent = this.write(f.packet);
+      f.everSent = f.everSent || f.sent;
+    }
+    this.emit('connect', p.sessionPresent);
+  }
+
+  private onPublish(p: mqttPacket.IPublishPacket): void {
+    if (p.qos === 1) this.write({ cmd: 'puback', messageId: p.messageId });
+    else if (p.qos === 2) this.write({ cmd: 'pubrec', messageId: p.messageId });
+    const payload = typeof p.payload === 'string' ? Buffer.from(p.payload) : p.payload;
+    try {
+      this.emit('message', p.topic, payload, p);
+    } catch (err) {
+      // A listener bug must not take the connection (or the process) down.
+      this.log.error('mqtt message handler failed', { topic: p.topic, error: (err as Error).message });
+    }
+  }
+
+  // ---- keep-alive ---------------------------------------------------------------------------
+
+  /**
+   * Sends PINGREQ once nothing was sent or received for a keep-alive period, and declares the broker
+   * dead when nothing at all arrived for 1.5 × keep-alive (the same bound the broker applies to us,
+   * [MQTT-3.1.2-24]).
+   */
+  private startKeepAlive(): void {
+    clearInterval(this.keepAliveTimer);
+    const ka = this.opts.keepAlive * 1000;
+    if (ka <= 0) return;
+    const tick = Math.max(50, Math.min(1000, Math.floor(ka / 10)));
+    this.keepAliveTimer = setInterval(() => {
+      const now = Date.now();
+      if (now - this.lastReceived > ka * 1.5) {
+        this.log.warn('mqtt broker not responding, closing connection', { keepAliveS: this.opts.keepAlive });
+        this.socket?.destroy();
+        return;
+      }
+      if (!this.pingOutstanding && (now - this.lastSent >= ka || now - this.lastReceived >= ka)) {
+        this.pingOutstanding = true;
+        this.write({ cmd: 'pingreq' });
+      }
+    }, tick);
+    this.keepAliveTimer.unref?.();
+  }
+
+  // ---- operations ---------------------------------------------------------------------------
+
+  private allocateId(): number {
+    for (let i = 0; i < 65535; i++) {
+      const id = this.nextId;
+      this.nextId = this.nextId === 65535 ? 1 : this.nextId + 1;
+      if (!this.inflight.has(id) && !this.subAcks.has(id) && !this.unsubAcks.has(id)) return id;
+    }
+    throw new MqttError('no free MQTT packet identifier (65535 messages in flight)');
+  }
+
+  /**
+   * QoS 0: resolves once written (rejects when not connected: QoS 0 is fire-and-forget).
+   * QoS 1: queued while offline, resolves on PUBACK, survives reconnects; rejects only on end().
+   */
+  publish(topic: string, payload: Buffer, opts: { qos?: 0 | 1; retain?: boolean } = {}): Promise<void> {
+    const qos = opts.qos ?? 0;
+    const packet: mqttPacket.IPublishPacket = { cmd: 'publish', topic, payload, qos, dup: false, retain: opts.retain ?? false };
+    if (qos === 0) {
+      if (!this.connected) return Promise.reject(new MqttError('not connected'));
+      this.write(packet);
+      return Promise.resolve();
+    }
+    if (this.ended) return Promise.reject(new MqttError('client stopped'));
+    return new Promise<void>((resolve, reject) => {
+      let id: number;
+      try {
+        id = this.allocateId();
+      } catch (err) {
+        reject(err as Error);
+        return;
+      }
+      packet.messageId = id;
+      const f: Inflight = { packet, resolve, reject, sent: false };
+      this.inflight.set(id, f);
+      if (this.connected) {
+        f.sent = this.write(packet);
+        f.everSent = f.sent;
+      }
+    });
+  }
+
+  /** Subscribes; resolves with the granted QoS per topic, rejects when the broker refused one (0x80). */
+  async subscribe(topic: string, qos: 0 | 1 = 1): Promise<number> {
+    this.subscriptions.set(topic, qos);
+    if (!this.connected) return qos; // sent on connect
+    const granted = await this.sendSubscribe([{ topic, qos }]);
+    this.checkGranted([topic], granted);
+    if (granted[0] === 0x80) throw new MqttError(`subscription refused by broker: ${topic}`);
+    return granted[0] ?? qos;
+  }
+
+  private checkGranted(topics: string[], granted: number[]): void {
+    topics.forEach((t, i) => {
+      if (granted[i] === 0x80) {
+        // [MQTT-3.9.3] 0x80 = failure; keep nothing that the broker will not honour.
+        this.subscriptions.delete(t);
+        this.log.error('mqtt subscription refused by broker', { topic: t });
+      }
+    });
+  }
+
+  private sendSubscribe(subs: { topic: string; qos: 0 | 1 }[]): Promise<number[]> {
+    return new Promise((resolve, reject) => {
+      const messageId = this.allocateId();
+      this.subAcks.set(messageId, { resolve, reject });
+      if (!this.write({ cmd: 'subscribe', messageId, subscriptions: subs })) {
+        this.subAcks.delete(messageId);
+        reject(new MqttError('not connected'));
+      }
+    });
+  }
+
+  async unsubscribe(topic: string): Promise<void> {
+    this.subscriptions.delete(topic);
+    if (!this.connected) return;
+    await new Promise<number[]>((resolve, reject) => {
+      const messageId = this.allocateId();
+      this.unsubAcks.set(messageId, { resolve, reject });
+      if (!this.write({ cmd: 'unsubscribe', messageId, unsubscriptions: [topic] })) {
+        this.unsubAcks.delete(messageId);
+        reject(new MqttError('not connected'));
+      }
+    });
+  }
+
+  /** Number of QoS 1 publications not yet acknowledged. */
+  get inflightCount(): number {
+    return this.inflight.size;
+  }
+
+  private ended = false;
+
+  /**
+   * Stops the client. Graceful: publishes the DC message (QoS 0), waits up to `drainMs` for
+   * outstanding PUBACKs, sends DISCONNECT (so the broker discards the will) and closes. Unacknowledged
+   * QoS 1 publications are rejected (the outbox still holds them).
+   */
+  async end(drainMs = 1000): Promise<void> {
+    if (this.stopped && !this.socket) {
+      this.ended = true;
+      this.failInflight();
+      return;
+    }
+    this.stopped = true;
+    this.ended = true;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    const socket = this.socket;
+    if (this.connected && socket) {
+      if (this.opts.disconnectMessage) {
+        const m = this.opts.disconnectMessage();
+        this.write({ cmd: 'publish', topic: m.topic, payload: m.payload, qos: 0, dup: false, retain: m.retain ?? false });
+      }
+      const deadline = Date.now() + drainMs;
+      while (this.inflight.size > 0 && this.connected && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      this.write({ cmd: 'disconnect' });
+      await new Promise<void>((resolve) => {
+        if (socket.destroyed) return resolve();
+        socket.once('close', () => resolve());
+        socket.end();
+        setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, 500).unref?.();
+      });
+    } else {
+      socket?.destroy();
+    }
+    this.failInflight();
+  }
+
+  private failInflight(): void {
+    for (const f of this.inflight.values()) f.reject(new MqttError('client stopped'));
+    this.inflight.clear();
+  }
+}

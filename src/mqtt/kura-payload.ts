@@ -1,0 +1,430 @@
+// KuraPayload: Kura's protobuf message (kurapayload.proto, proto2, package kuradatatypes), encoded
+// and decoded by hand so the daemon carries no protobuf runtime.
+//
+//   message KuraPayload {
+//     optional int64 timestamp = 1;
+//     optional KuraPosition position = 2;
+//     extensions 3 to 4999;
+//     repeated KuraMetric metric = 5000;
+//     optional bytes body = 5001;
+//   }
+//   message KuraMetric {
+//     required string name = 1;
+//     required ValueType type = 2;   // DOUBLE 0, FLOAT 1, INT64 2, INT32 3, BOOL 4, STRING 5, BYTES 6
+//     optional double double_value = 3; optional float float_value = 4; optional int64 long_value = 5;
+//     optional int32 int_value = 6; optional bool bool_value = 7; optional string string_value = 8;
+//     optional bytes bytes_value = 9;
+//   }
+//   message KuraPosition { required double latitude = 1; required double longitude = 2;
+//     optional double altitude = 3; optional double precision = 4; optional double heading = 5;
+//     optional double speed = 6; optional int64 timestamp = 7; optional int32 satellites = 8;
+//     optional int32 status = 9; }
+//
+// One encoder and one decoder per message kind. The decoder never throws: garbage gives
+// `{ ok: false, error }` with a message naming what was wrong and where.
+
+import zlib from 'node:zlib';
+
+export const METRIC_TYPES = ['DOUBLE', 'FLOAT', 'INT64', 'INT32', 'BOOL', 'STRING', 'BYTES'] as const;
+export type MetricType = (typeof METRIC_TYPES)[number];
+
+/** INT64 values are bigints (exact); FLOAT values are already rounded to float32. */
+export type KuraMetric =
+  | { name: string; type: 'DOUBLE'; value: number }
+  | { name: string; type: 'FLOAT'; value: number }
+  | { name: string; type: 'INT64'; value: bigint }
+  | { name: string; type: 'INT32'; value: number }
+  | { name: string; type: 'BOOL'; value: boolean }
+  | { name: string; type: 'STRING'; value: string }
+  | { name: string; type: 'BYTES'; value: Buffer };
+
+export interface KuraPosition {
+  latitude: number;
+  longitude: number;
+  altitude?: number;
+  precision?: number;
+  heading?: number;
+  speed?: number;
+  timestamp?: bigint;
+  satellites?: number;
+  status?: number;
+}
+
+export interface KuraPayload {
+  /** Milliseconds since the epoch. */
+  timestamp?: bigint;
+  position?: KuraPosition;
+  metrics: KuraMetric[];
+  body?: Buffer;
+}
+
+export type DecodeResult<T> = { ok: true; value: T } | { ok: false; error: string };
+
+// ---- wire primitives ------------------------------------------------------------------------
+
+const WIRE_VARINT = 0;
+const WIRE_64 = 1;
+const WIRE_LEN = 2;
+const WIRE_32 = 5;
+
+class Writer {
+  private parts: Buffer[] = [];
+  private len = 0;
+
+  push(b: Buffer): void {
+    this.parts.push(b);
+    this.len += b.length;
+  }
+
+  varint(v: bigint): void {
+    // Negative numbers are sign-extended to 64 bits (10 bytes), as protobuf does for int32/int64.
+    let x = BigInt.asUintN(64, v);
+    const bytes: number[] = [];
+    while (x >= 0x80n) {
+      bytes.push(Number(x & 0x7fn) | 0x80);
+      x >>= 7n;
+    }
+    bytes.push(Number(x));
+    this.push(Buffer.from(bytes));
+  }
+
+  tag(field: number, wire: number): void {
+    this.varint(BigInt(field * 8 + wire));
+  }
+
+  bytesField(field: number, b: Buffer): void {
+    this.tag(field, WIRE_LEN);
+    this.varint(BigInt(b.length));
+    this.push(b);
+  }
+
+  doubleField(field: number, v: number): void {
+    this.tag(field, WIRE_64);
+    const b = Buffer.alloc(8);
+    b.writeDoubleLE(v);
+    this.push(b);
+  }
+
+  floatField(field: number, v: number): void {
+    this.tag(field, WIRE_32);
+    const b = Buffer.alloc(4);
+    b.writeFloatLE(v);
+    this.push(b);
+  }
+
+  varintField(field: number, v: bigint): void {
+    this.tag(field, WIRE_VARINT);
+    this.varint(v);
+  }
+
+  finish(): Buffer {
+    return Buffer.concat(this.parts, this.len);
+  }
+}
+
+class DecodeError extends Error {}
+
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+
+  get done(): boolean {
+    return this.pos >= this.buf.length;
+  }
+
+  varint(): bigint {
+    let result = 0n;
+    let shift = 0n;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.buf.length) throw new DecodeError(`truncated varint at byte ${this.pos}`);
+      const b = this.buf[this.pos++]!;
+      result |= BigInt(b & 0x7f) << shift;
+      if ((b & 0x80) === 0) return BigInt.asUintN(64, result);
+      shift += 7n;
+    }
+    throw new DecodeError(`varint longer than 10 bytes at byte ${this.pos}`);
+  }
+
+  take(n: number): Buffer {
+    if (n < 0 || this.pos + n > this.buf.length) throw new DecodeError(`field of ${n} bytes overruns the message at byte ${this.pos}`);
+    const b = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
+
+  lengthDelimited(): Buffer {
+    const n = this.varint();
+    if (n > BigInt(this.buf.length)) throw new DecodeError(`length ${n} overruns the message at byte ${this.pos}`);
+    return this.take(Number(n));
+  }
+
+  tag(): { field: number; wire: number } {
+    const t = this.varint();
+    const field = Number(t >> 3n);
+    const wire = Number(t & 7n);
+    if (field === 0) throw new DecodeError(`field number 0 at byte ${this.pos}`);
+    return { field, wire };
+  }
+
+  skip(wire: number): void {
+    switch (wire) {
+      case WIRE_VARINT:
+        this.varint();
+        return;
+      case WIRE_64:
+        this.take(8);
+        return;
+      case WIRE_LEN:
+        this.lengthDelimited();
+        return;
+      case WIRE_32:
+        this.take(4);
+        return;
+      default:
+        // Groups (3, 4) are not used by kurapayload.proto; 6 and 7 do not exist.
+        throw new DecodeError(`unsupported wire type ${wire} at byte ${this.pos}`);
+    }
+  }
+
+  expect(wire: number, want: number, what: string): void {
+    if (wire !== want) throw new DecodeError(`${what} has wire type ${wire}, expected ${want}`);
+  }
+}
+
+const int32 = (v: bigint): number => Number(BigInt.asIntN(32, v));
+const int64 = (v: bigint): bigint => BigInt.asIntN(64, v);
+
+function utf8(b: Buffer): string {
+  return new TextDecoder('utf-8', { fatal: false }).decode(b);
+}
+
+// ---- KuraMetric -----------------------------------------------------------------------------
+
+export function encodeMetric(m: KuraMetric): Buffer {
+  const w = new Writer();
+  w.bytesField(1, Buffer.from(m.name, 'utf8'));
+  w.varintField(2, BigInt(METRIC_TYPES.indexOf(m.type)));
+  switch (m.type) {
+    case 'DOUBLE':
+      w.doubleField(3, m.value);
+      break;
+    case 'FLOAT':
+      w.floatField(4, m.value);
+      break;
+    case 'INT64':
+      w.varintField(5, m.value);
+      break;
+    case 'INT32':
+      w.varintField(6, BigInt(m.value | 0));
+      break;
+    case 'BOOL':
+      w.varintField(7, m.value ? 1n : 0n);
+      break;
+    case 'STRING':
+      w.bytesField(8, Buffer.from(m.value, 'utf8'));
+      break;
+    case 'BYTES':
+      w.bytesField(9, m.value);
+      break;
+  }
+  return w.finish();
+}
+
+function readMetric(buf: Buffer): KuraMetric {
+  const r = new Reader(buf);
+  let name: string | undefined;
+  let typeIndex: number | undefined;
+  const values: Partial<Record<MetricType, unknown>> = {};
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    switch (field) {
+      case 1:
+        r.expect(wire, WIRE_LEN, 'metric name');
+        name = utf8(r.lengthDelimited());
+        break;
+      case 2:
+        r.expect(wire, WIRE_VARINT, 'metric type');
+        typeIndex = int32(r.varint());
+        break;
+      case 3:
+        r.expect(wire, WIRE_64, 'double_value');
+        values.DOUBLE = r.take(8).readDoubleLE(0);
+        break;
+      case 4:
+        r.expect(wire, WIRE_32, 'float_value');
+        values.FLOAT = r.take(4).readFloatLE(0);
+        break;
+      case 5:
+        r.expect(wire, WIRE_VARINT, 'long_value');
+        values.INT64 = int64(r.varint());
+        break;
+      case 6:
+        r.expect(wire, WIRE_VARINT, 'int_value');
+        values.INT32 = int32(r.varint());
+        break;
+      case 7:
+        r.expect(wire, WIRE_VARINT, 'bool_value');
+        values.BOOL = r.varint() !== 0n;
+        break;
+      case 8:
+        r.expect(wire, WIRE_LEN, 'string_value');
+        values.STRING = utf8(r.lengthDelimited());
+        break;
+      case 9:
+        r.expect(wire, WIRE_LEN, 'bytes_value');
+        values.BYTES = Buffer.from(r.lengthDelimited());
+        break;
+      default:
+        r.skip(wire);
+    }
+  }
+  // proto2 `required` fields.
+  if (name === undefined) throw new DecodeError('metric without a name');
+  if (typeIndex === undefined) throw new DecodeError(`metric ${name} without a type`);
+  const type = METRIC_TYPES[typeIndex];
+  if (type === undefined) throw new DecodeError(`metric ${name} has unknown type ${typeIndex}`);
+  // A metric whose value field is absent carries the type's default, as protobuf reads it in Java.
+  switch (type) {
+    case 'DOUBLE':
+      return { name, type, value: (values.DOUBLE as number | undefined) ?? 0 };
+    case 'FLOAT':
+      return { name, type, value: (values.FLOAT as number | undefined) ?? 0 };
+    case 'INT64':
+      return { name, type, value: (values.INT64 as bigint | undefined) ?? 0n };
+    case 'INT32':
+      return { name, type, value: (values.INT32 as number | undefined) ?? 0 };
+    case 'BOOL':
+      return { name, type, value: (values.BOOL as boolean | undefined) ?? false };
+    case 'STRING':
+      return { name, type, value: (values.STRING as string | undefined) ?? '' };
+    case 'BYTES':
+      return { name, type, value: (values.BYTES as Buffer | undefined) ?? Buffer.alloc(0) };
+  }
+}
+
+// ---- KuraPosition ---------------------------------------------------------------------------
+
+const POSITION_DOUBLES = ['latitude', 'longitude', 'altitude', 'precision', 'heading', 'speed'] as const;
+
+function encodePosition(p: KuraPosition): Buffer {
+  const w = new Writer();
+  POSITION_DOUBLES.forEach((k, i) => {
+    const v = p[k];
+    if (v !== undefined) w.doubleField(i + 1, v);
+  });
+  if (p.timestamp !== undefined) w.varintField(7, p.timestamp);
+  if (p.satellites !== undefined) w.varintField(8, BigInt(p.satellites | 0));
+  if (p.status !== undefined) w.varintField(9, BigInt(p.status | 0));
+  return w.finish();
+}
+
+function readPosition(buf: Buffer): KuraPosition {
+  const r = new Reader(buf);
+  const p: Partial<KuraPosition> = {};
+  while (!r.done) {
+    const { field, wire } = r.tag();
+    if (field >= 1 && field <= 6) {
+      r.expect(wire, WIRE_64, `position.${POSITION_DOUBLES[field - 1]}`);
+      p[POSITION_DOUBLES[field - 1]!] = r.take(8).readDoubleLE(0);
+    } else if (field === 7) {
+      r.expect(wire, WIRE_VARINT, 'position.timestamp');
+      p.timestamp = int64(r.varint());
+    } else if (field === 8 || field === 9) {
+      r.expect(wire, WIRE_VARINT, field === 8 ? 'position.satellites' : 'position.status');
+      p[field === 8 ? 'satellites' : 'status'] = int32(r.varint());
+    } else {
+      r.skip(wire);
+    }
+  }
+  if (p.latitude === undefined || p.longitude === undefined) throw new DecodeError('position without latitude/longitude');
+  return p as KuraPosition;
+}
+
+// ---- KuraPayload ----------------------------------------------------------------------------
+
+/** Encodes a payload as plain protobuf (no compression). */
+export function encodeKuraPayload(p: KuraPayload): Buffer {
+  const w = new Writer();
+  if (p.timestamp !== undefined) w.varintField(1, p.timestamp);
+  if (p.position) w.bytesField(2, encodePosition(p.position));
+  for (const m of p.metrics) w.bytesField(5000, encodeMetric(m));
+  if (p.body !== undefined) w.bytesField(5001, p.body);
+  return w.finish();
+}
+
+/** Decodes plain protobuf (no gzip handling). Never throws. */
+export function decodeKuraPayloadRaw(buf: Buffer): DecodeResult<KuraPayload> {
+  try {
+    const r = new Reader(buf);
+    const out: KuraPayload = { metrics: [] };
+    while (!r.done) {
+      const { field, wire } = r.tag();
+      switch (field) {
+        case 1:
+          r.expect(wire, WIRE_VARINT, 'timestamp');
+          out.timestamp = int64(r.varint());
+          break;
+        case 2:
+          r.expect(wire, WIRE_LEN, 'position');
+          out.position = readPosition(r.lengthDelimited());
+          break;
+        case 5000:
+          r.expect(wire, WIRE_LEN, 'metric');
+          out.metrics.push(readMetric(r.lengthDelimited()));
+          break;
+        case 5001:
+          r.expect(wire, WIRE_LEN, 'body');
+          out.body = Buffer.from(r.lengthDelimited());
+          break;
+        default:
+          // Unknown fields and extensions (3..4999) are skipped, as protobuf does.
+          r.skip(wire);
+      }
+    }
+    return { ok: true, value: out };
+  } catch (err) {
+    if (err instanceof DecodeError) return { ok: false, error: `invalid KuraPayload: ${err.message}` };
+    return { ok: false, error: 'invalid KuraPayload' };
+  }
+}
+
+/** gzip magic bytes (RFC 1952 §2.3.1). */
+export function isGzip(buf: Buffer): boolean {
+  return buf.length >= 2 && buf[0] === 0x1f && buf[1] === 0x8b;
+}
+
+/** Bound on a gunzipped request, so a small "zip bomb" cannot exhaust memory. */
+export const MAX_INFLATED_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Decodes an MQTT payload: gunzips it first when it looks like gzip (Kura's CloudPayloadProtoBufDecoder
+ * does the same), then protobuf. Never throws.
+ */
+export function decodeKuraPayload(buf: Buffer): DecodeResult<KuraPayload> {
+  if (isGzip(buf)) {
+    let inflated: Buffer;
+    try {
+      inflated = zlib.gunzipSync(buf, { maxOutputLength: MAX_INFLATED_BYTES });
+    } catch {
+      return { ok: false, error: 'invalid gzip payload' };
+    }
+    return decodeKuraPayloadRaw(inflated);
+  }
+  return decodeKuraPayloadRaw(buf);
+}
+
+/**
+ * Encodes for the wire. With `gzip`, the gzip form is sent only when it is shorter (Kura's
+ * CloudPayloadProtoBufEncoderImpl with `encode.gzip=true`).
+ */
+export function encodeKuraPayloadForWire(p: KuraPayload, gzip: boolean): Buffer {
+  const raw = encodeKuraPayload(p);
+  if (!gzip) return raw;
+  const zipped = zlib.gzipSync(raw);
+  return zipped.length < raw.length ? zipped : raw;
+}
+
+/** The first metric of that name, if any. */
+export function findMetric(p: KuraPayload, name: string): KuraMetric | undefined {
+  return p.metrics.find((m) => m.name === name);
+}

@@ -1,0 +1,88 @@
+// Kura's `simple-json` payload encoding (CloudPayloadJsonEncoder/Decoder): the whole MQTT payload is
+// `{"sentOn":<ms>,"position":{…},"metrics":{<name>:<value>},"body":"<base64>"}`.
+//
+// Decoding follows Kura: metric numbers become INT64 when integral and DOUBLE otherwise; strings and
+// booleans keep their type. Anything that is not such an object (invalid JSON, another top-level
+// key, a wrongly typed member) is taken whole as the body of a payload without metrics, which makes
+// a request without `request.id` and therefore gets no reply (reference §3.1).
+
+import type { KuraMetric, KuraPayload, KuraPosition } from './kura-payload.js';
+
+const KNOWN_KEYS = new Set(['sentOn', 'position', 'metrics', 'body']);
+
+function bodyOnly(buf: Buffer): KuraPayload {
+  return { metrics: [], body: buf };
+}
+
+function metricFromJson(name: string, v: unknown): KuraMetric | undefined {
+  if (typeof v === 'string') return { name, type: 'STRING', value: v };
+  if (typeof v === 'boolean') return { name, type: 'BOOL', value: v };
+  if (typeof v === 'number' && Number.isFinite(v)) {
+    return Number.isInteger(v) && Number.isSafeInteger(v)
+      ? { name, type: 'INT64', value: BigInt(v) }
+      : { name, type: 'DOUBLE', value: v };
+  }
+  return undefined;
+}
+
+/** Never throws. */
+export function decodeSimpleJsonPayload(buf: Buffer): KuraPayload {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(buf.toString('utf8'));
+  } catch {
+    return bodyOnly(buf);
+  }
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) return bodyOnly(buf);
+  const o = obj as Record<string, unknown>;
+  if (Object.keys(o).some((k) => !KNOWN_KEYS.has(k))) return bodyOnly(buf);
+  const out: KuraPayload = { metrics: [] };
+  if (o.sentOn !== undefined) {
+    if (typeof o.sentOn !== 'number' || !Number.isSafeInteger(o.sentOn)) return bodyOnly(buf);
+    out.timestamp = BigInt(o.sentOn);
+  }
+  if (o.metrics !== undefined) {
+    if (typeof o.metrics !== 'object' || o.metrics === null || Array.isArray(o.metrics)) return bodyOnly(buf);
+    for (const [name, v] of Object.entries(o.metrics as Record<string, unknown>)) {
+      const m = metricFromJson(name, v);
+      if (!m) return bodyOnly(buf);
+      out.metrics.push(m);
+    }
+  }
+  if (o.body !== undefined) {
+    if (typeof o.body !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(o.body)) return bodyOnly(buf);
+    out.body = Buffer.from(o.body, 'base64');
+  }
+  if (o.position !== undefined) {
+    const p = o.position as Record<string, unknown>;
+    if (typeof p === 'object' && p !== null && typeof p.latitude === 'number' && typeof p.longitude === 'number') {
+      out.position = { latitude: p.latitude, longitude: p.longitude } as KuraPosition;
+    }
+  }
+  return out;
+}
+
+function metricToJson(m: KuraMetric): string {
+  switch (m.type) {
+    case 'INT64':
+      return m.value.toString();
+    case 'DOUBLE':
+    case 'FLOAT':
+      // JSON has no NaN/Infinity; Kura's encoder would emit invalid JSON, we emit the text instead.
+      return Number.isFinite(m.value) ? JSON.stringify(m.value) : JSON.stringify(String(m.value));
+    case 'BYTES':
+      return JSON.stringify(m.value.toString('base64'));
+    default:
+      return JSON.stringify(m.value);
+  }
+}
+
+export function encodeSimpleJsonPayload(p: KuraPayload): Buffer {
+  const parts: string[] = [];
+  if (p.timestamp !== undefined) parts.push(`"sentOn":${p.timestamp.toString()}`);
+  if (p.metrics.length > 0) {
+    parts.push(`"metrics":{${p.metrics.map((m) => `${JSON.stringify(m.name)}:${metricToJson(m)}`).join(',')}}`);
+  }
+  if (p.body !== undefined) parts.push(`"body":${JSON.stringify(p.body.toString('base64'))}`);
+  return Buffer.from(`{${parts.join(',')}}`, 'utf8');
+}
