@@ -1,27 +1,68 @@
-// The `deploy` section of the configuration (contract §2).
+// The `deploy` section of the configuration file (contract §2), with gatewayd's additions:
+// `download.max.redirects` and `trust.anchors` (see src/deploy/signature.ts).
 
 import type { Problem } from '../drivers/driver.js';
-import { arrayOf, num, section, str } from '../config/schema.js';
+import { arrayOf, num, problem, section, str, type Validator } from '../config/schema.js';
 
 export interface DeployConfig {
+  /** Base of the marketplace API: `<base>/node/<id>/api/p` is fetched for `_packageDescriptor`. */
   'marketplace.url': string;
+  /** What `currentGatewayVersion` reports and compatibility is judged against. */
   'gateway.version': string;
+  /** Largest upload or download accepted, in bytes. */
   'upload.max.bytes': number;
+  /** Connect and idle timeout of package downloads, in ms (Kura's dpa.connection/read.timeout). */
   'download.timeout': number;
+  /** Redirects followed by a download before it fails (Kura follows without a limit). */
+  'download.max.redirects': number;
+  /** `file:` install URLs must point inside one of these folders. */
   'file.allowed.dirs': string[];
-  /** PEM public keys; when non-empty every package must carry a valid signature from one of them. */
+  /** Public keys (PEM text, or the absolute path of a PEM file); non-empty: packages must be signed. */
   'trust.anchors': string[];
 }
 
+export const DEPLOY_DEFAULTS: DeployConfig = {
+  'marketplace.url': 'https://marketplace.eclipse.org',
+  'gateway.version': '5.4.0',
+  'upload.max.bytes': 67108864,
+  'download.timeout': 60000,
+  'download.max.redirects': 5,
+  'file.allowed.dirs': ['/tmp'],
+  'trust.anchors': [],
+};
+
+const httpUrl: Validator<string> = (raw, path, p) => {
+  const s = str({ nonEmpty: true })(raw, path, p);
+  if (s.trim() === '') return s;
+  let u: URL | undefined;
+  try {
+    u = new URL(s);
+  } catch {
+    // reported below
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) problem(p, path, `expected an http: or https: URL, got ${JSON.stringify(s)}`);
+  return s.replace(/\/+$/, '');
+};
+
+const trustAnchor: Validator<string> = (raw, path, p) => {
+  const s = str({ nonEmpty: true })(raw, path, p);
+  if (s && !s.startsWith('-----BEGIN ') && !s.startsWith('/')) {
+    problem(p, path, 'expected PEM text ("-----BEGIN PUBLIC KEY-----…") or the absolute path of a PEM file');
+  }
+  return s;
+};
+
 const validate = section<DeployConfig>({
-  'marketplace.url': [str({ pattern: /^https?:\/\/\S+$/, patternHint: 'expected an http: or https: URL' }), 'https://marketplace.eclipse.org'],
-  'gateway.version': [str({ pattern: /^\d+(\.\d+){0,2}([.-][0-9A-Za-z.-]+)?$/, patternHint: 'expected a version like 5.4.0' }), '5.4.0'],
-  'upload.max.bytes': [num({ int: true, min: 1 }), 67108864],
-  'download.timeout': [num({ int: true, min: 1 }), 60000],
-  'file.allowed.dirs': [arrayOf(str({ nonEmpty: true })), ['/tmp']],
-  'trust.anchors': [arrayOf(str({ nonEmpty: true })), []],
+  'marketplace.url': [httpUrl, DEPLOY_DEFAULTS['marketplace.url']],
+  'gateway.version': [str({ nonEmpty: true }), DEPLOY_DEFAULTS['gateway.version']],
+  'upload.max.bytes': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['upload.max.bytes']],
+  'download.timeout': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['download.timeout']],
+  'download.max.redirects': [num({ int: true, min: 0, max: 20 }), DEPLOY_DEFAULTS['download.max.redirects']],
+  'file.allowed.dirs': [arrayOf(str({ nonEmpty: true })), DEPLOY_DEFAULTS['file.allowed.dirs']],
+  'trust.anchors': [arrayOf(trustAnchor), DEPLOY_DEFAULTS['trust.anchors']],
 });
 
+/** Validates the `deploy` section (absent: all defaults). Relative folders are the caller's to resolve. */
 export function validateDeploySection(raw: unknown, path = 'deploy'): { value: DeployConfig; problems: Problem[] } {
   const problems: Problem[] = [];
   const value = validate(raw, path, problems);
