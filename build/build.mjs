@@ -1,0 +1,33 @@
+// Builds dist/gatewayd.js: one CommonJS file that runs with a stock `node` (18+) and no node_modules.
+import { build } from 'esbuild';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const outfile = path.join(root, 'dist', 'gatewayd.js');
+const LIMIT = 256 * 1024;
+
+await build({
+  entryPoints: [path.join(root, 'src', 'main.ts')],
+  outfile,
+  bundle: true,
+  platform: 'node',
+  target: 'node18',
+  format: 'cjs',
+  minify: process.env.GATEWAYD_MINIFY !== '0',
+  legalComments: 'none',
+  sourcemap: false,
+  // mqtt-packet pulls readable-stream through bl; Node's own stream is the same API.
+  alias: { 'readable-stream': 'node:stream' },
+  define: { __GATEWAYD_VERSION__: JSON.stringify(pkg.version) },
+  logLevel: 'warning',
+});
+
+const size = fs.statSync(outfile).size;
+console.log(`dist/gatewayd.js ${size} bytes (${(size / 1024).toFixed(1)} KB, limit ${LIMIT / 1024} KB)`);
+if (size > LIMIT) {
+  console.error(`bundle exceeds ${LIMIT} bytes`);
+  process.exit(1);
+}

@@ -1,0 +1,101 @@
+// The `assets` section: generic Kura asset/channel properties here, driver-specific channel
+// properties checked by the driver factory the asset's `driver.pid` names.
+
+import type { Problem } from '../drivers/driver.js';
+import type { DriverRegistry } from '../drivers/registry.js';
+import type { DriverInstanceConfig } from '../config/config.js';
+import { bool, isPlainObject, kind, num, oneOf, problem, str, join } from '../config/schema.js';
+import { CHANNEL_MODES, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
+
+// Names travel in URL paths, MQTT topic levels and log lines: no separators, wildcards or controls.
+export const NAME_RULE = /^[^/#+*?\s\u0000-\u001f\u007f]{1,255}$/;
+const NAME_HINT = 'names are 1-255 characters without spaces, / # + * ? or control characters';
+
+const GENERIC_CHANNEL_KEYS = ['enabled', 'type', 'value.type', 'scale', 'offset', 'unit', 'deadband'];
+const ASSET_KEYS = ['driver.pid', 'asset.desc', 'poll.interval', 'publish.max.interval', 'channels'];
+
+function validateChannel(
+  raw: unknown,
+  path: string,
+  p: Problem[],
+  name: string,
+  driver: DriverInstanceConfig | undefined,
+  registry: DriverRegistry,
+): ChannelConfig | undefined {
+  if (!isPlainObject(raw)) {
+    problem(p, path, `expected an object, got ${kind(raw)}`);
+    return undefined;
+  }
+  if (!NAME_RULE.test(name)) problem(p, path, NAME_HINT);
+  const factory = driver ? registry.get(driver.factory) : undefined;
+  const driverProps: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (GENERIC_CHANNEL_KEYS.includes(k)) continue;
+    if (factory && !factory.channelKeys.includes(k)) problem(p, join(path, k), 'unknown key');
+    driverProps[k] = v;
+  }
+  const at = (k: string) => join(path, k);
+  const valueType = raw['value.type'] === undefined ? 'STRING' : oneOf(VALUE_TYPES)(raw['value.type'], at('value.type'), p);
+  if (raw['value.type'] === undefined) problem(p, at('value.type'), 'missing');
+  const ch: ChannelConfig = {
+    name,
+    enabled: raw.enabled === undefined ? true : bool(raw.enabled, at('enabled'), p),
+    mode: raw.type === undefined ? 'READ' : oneOf(CHANNEL_MODES)(raw.type, at('type'), p),
+    valueType,
+    scale: raw.scale === undefined ? 1 : num()(raw.scale, at('scale'), p),
+    offset: raw.offset === undefined ? 0 : num()(raw.offset, at('offset'), p),
+    deadband: raw.deadband === undefined ? 0 : num({ min: 0 })(raw.deadband, at('deadband'), p),
+    driverProps,
+  };
+  if (raw.unit !== undefined) {
+    const u = str()(raw.unit, at('unit'), p);
+    if (u !== '') ch.unit = u;
+  }
+  if (factory) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props));
+  return ch;
+}
+
+export function validateAssets(
+  raw: unknown,
+  path: string,
+  p: Problem[],
+  drivers: Record<string, DriverInstanceConfig>,
+  registry: DriverRegistry,
+): AssetConfig[] {
+  const out: AssetConfig[] = [];
+  if (!isPlainObject(raw)) {
+    problem(p, path, `expected an object, got ${kind(raw)}`);
+    return out;
+  }
+  for (const [pid, a] of Object.entries(raw)) {
+    const ap = join(path, pid);
+    if (!NAME_RULE.test(pid)) problem(p, ap, NAME_HINT);
+    if (!isPlainObject(a)) {
+      problem(p, ap, `expected an object, got ${kind(a)}`);
+      continue;
+    }
+    for (const k of Object.keys(a)) if (!ASSET_KEYS.includes(k)) problem(p, join(ap, k), 'unknown key');
+    const driverPid = str({ nonEmpty: true })(a['driver.pid'], join(ap, 'driver.pid'), p);
+    const driver = drivers[driverPid];
+    if (a['driver.pid'] !== undefined && driverPid !== '' && !driver) problem(p, join(ap, 'driver.pid'), `no driver instance "${driverPid}" in drivers`);
+    const channels: ChannelConfig[] = [];
+    const rawChannels = a.channels === undefined ? {} : a.channels;
+    if (!isPlainObject(rawChannels)) problem(p, join(ap, 'channels'), `expected an object, got ${kind(rawChannels)}`);
+    else {
+      for (const [name, c] of Object.entries(rawChannels)) {
+        const ch = validateChannel(c, join(join(ap, 'channels'), name), p, name, driver, registry);
+        if (ch) channels.push(ch);
+      }
+    }
+    out.push({
+      pid,
+      driverPid,
+      description: a['asset.desc'] === undefined ? '' : str()(a['asset.desc'], join(ap, 'asset.desc'), p),
+      pollInterval: a['poll.interval'] === undefined ? 0 : num({ int: true, min: 0 })(a['poll.interval'], join(ap, 'poll.interval'), p),
+      publishMaxInterval:
+        a['publish.max.interval'] === undefined ? 0 : num({ int: true, min: 0 })(a['publish.max.interval'], join(ap, 'publish.max.interval'), p),
+      channels,
+    });
+  }
+  return out;
+}

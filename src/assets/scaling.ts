@@ -1,0 +1,24 @@
+// Scale and offset, applied on reads only (kura/deploy-assets-messaging.md §4.1): only when
+// scale ≠ 1 or offset ≠ 0, only for numeric types. INTEGER and LONG truncate scale and offset to
+// integers first (Kura: `v*(int)scale + (int)offset`), so a scale of 0.5 on an INTEGER reads 0.
+
+import type { ChannelConfig, TypedValue } from './types.js';
+import { toFloat32 } from './values.js';
+
+export function applyScaleOffset(v: TypedValue, ch: Pick<ChannelConfig, 'scale' | 'offset'>): TypedValue {
+  const { scale, offset } = ch;
+  if (scale === 1 && offset === 0) return v;
+  switch (v.type) {
+    case 'DOUBLE':
+      return { type: 'DOUBLE', value: v.value * scale + offset };
+    case 'FLOAT':
+      return { type: 'FLOAT', value: toFloat32(toFloat32(v.value * toFloat32(scale)) + toFloat32(offset)) };
+    case 'INTEGER':
+      // Java int arithmetic wraps at 32 bits.
+      return { type: 'INTEGER', value: (Math.imul(v.value, Math.trunc(scale) | 0) + (Math.trunc(offset) | 0)) | 0 };
+    case 'LONG':
+      return { type: 'LONG', value: BigInt.asIntN(64, v.value * BigInt(Math.trunc(scale)) + BigInt(Math.trunc(offset))) };
+    default:
+      return v;
+  }
+}

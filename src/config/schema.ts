@@ -1,0 +1,131 @@
+// A very small validator for the JSON configuration: every value is checked at its key path,
+// unknown keys are errors (contract §2: typos must not be silently ignored), absent keys take defaults.
+
+import type { Problem } from '../drivers/driver.js';
+
+export type Validator<T> = (raw: unknown, path: string, problems: Problem[]) => T;
+
+export function kind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v;
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export function problem(problems: Problem[], path: string, message: string): void {
+  problems.push({ path, message, severity: 'error' });
+}
+
+export function warning(problems: Problem[], path: string, message: string): void {
+  problems.push({ path, message, severity: 'warning' });
+}
+
+export const str =
+  (opts: { nonEmpty?: boolean; pattern?: RegExp; patternHint?: string } = {}): Validator<string> =>
+  (raw, path, p) => {
+    if (typeof raw !== 'string') {
+      problem(p, path, `expected a string, got ${kind(raw)}`);
+      return '';
+    }
+    if (opts.nonEmpty && raw.trim() === '') problem(p, path, 'must not be empty');
+    else if (opts.pattern && !opts.pattern.test(raw)) problem(p, path, opts.patternHint ?? `does not match ${opts.pattern}`);
+    return raw;
+  };
+
+export const bool: Validator<boolean> = (raw, path, p) => {
+  if (typeof raw !== 'boolean') {
+    problem(p, path, `expected true or false, got ${kind(raw)}`);
+    return false;
+  }
+  return raw;
+};
+
+export const num =
+  (opts: { min?: number; max?: number; int?: boolean } = {}): Validator<number> =>
+  (raw, path, p) => {
+    if (typeof raw !== 'number' || !Number.isFinite(raw)) {
+      problem(p, path, `expected a number, got ${kind(raw)}`);
+      return opts.min ?? 0;
+    }
+    if (opts.int && !Number.isInteger(raw)) problem(p, path, `expected an integer, got ${raw}`);
+    else if (opts.min !== undefined && raw < opts.min) problem(p, path, `must be at least ${opts.min}, got ${raw}`);
+    else if (opts.max !== undefined && raw > opts.max) problem(p, path, `must be at most ${opts.max}, got ${raw}`);
+    return raw;
+  };
+
+export const port: Validator<number> = num({ int: true, min: 0, max: 65535 });
+
+export const oneOf =
+  <T extends string>(values: readonly T[]): Validator<T> =>
+  (raw, path, p) => {
+    if (typeof raw !== 'string' || !(values as readonly string[]).includes(raw)) {
+      problem(p, path, `expected one of ${values.join(', ')}, got ${JSON.stringify(raw)}`);
+      return values[0];
+    }
+    return raw as T;
+  };
+
+export const arrayOf =
+  <T>(item: Validator<T>, opts: { unique?: boolean } = {}): Validator<T[]> =>
+  (raw, path, p) => {
+    if (!Array.isArray(raw)) {
+      problem(p, path, `expected an array, got ${kind(raw)}`);
+      return [];
+    }
+    const out = raw.map((v, i) => item(v, `${path}[${i}]`, p));
+    if (opts.unique && new Set(out).size !== out.length) problem(p, path, 'contains duplicates');
+    return out;
+  };
+
+/** Any JSON value (checked elsewhere). */
+export const any: Validator<unknown> = (raw) => raw;
+
+export type Spec = Record<string, [Validator<unknown>, unknown]>;
+
+/**
+ * Validates an object against `spec` (key → [validator, default]); unknown keys are problems.
+ * Returns the object with defaults filled in, keys in spec order.
+ */
+export function section<T>(spec: Spec): Validator<T> {
+  return (raw, path, p) => {
+    const out: Record<string, unknown> = {};
+    if (raw === undefined) raw = {};
+    if (!isPlainObject(raw)) {
+      problem(p, path, `expected an object, got ${kind(raw)}`);
+      raw = {};
+    }
+    const obj = raw as Record<string, unknown>;
+    for (const key of Object.keys(obj)) {
+      if (!Object.prototype.hasOwnProperty.call(spec, key)) problem(p, join(path, key), 'unknown key');
+    }
+    for (const [key, [validate, dflt]] of Object.entries(spec)) {
+      const v = obj[key];
+      out[key] = v === undefined ? structuredClone(dflt) : validate(v, join(path, key), p);
+    }
+    return out as T;
+  };
+}
+
+/** An object whose keys are user-chosen names (asset pids, driver ids, identities). */
+export function mapOf<T>(item: (raw: unknown, path: string, p: Problem[], key: string) => T, keyRule?: (key: string) => string | undefined): Validator<Record<string, T>> {
+  return (raw, path, p) => {
+    const out: Record<string, T> = {};
+    if (!isPlainObject(raw)) {
+      problem(p, path, `expected an object, got ${kind(raw)}`);
+      return out;
+    }
+    for (const [key, v] of Object.entries(raw)) {
+      const bad = keyRule?.(key);
+      if (bad) problem(p, join(path, key), bad);
+      out[key] = item(v, join(path, key), p, key);
+    }
+    return out;
+  };
+}
+
+export function join(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
+}

@@ -1,0 +1,138 @@
+// The daemon, assembled in one place from parts that can each be started in a test.
+
+import fs from 'node:fs';
+import type { Logger } from './log.js';
+import { createLogger } from './log.js';
+import { VERSION } from './version.js';
+import { errorsOf, loadConfigFile, type Config } from './config/config.js';
+import { HttpServer, type ListenSpec, type TlsMaterial } from './http/server.js';
+import { ensureSelfSigned } from './http/selfsigned.js';
+import { openDataDir } from './store/datadir.js';
+import { DriverRegistry } from './drivers/registry.js';
+import { builtinDrivers } from './drivers/builtin.js';
+import { AssetRuntime, DriverPool } from './assets/service.js';
+import { mountAssetsApi } from './api/assets.js';
+
+export interface DaemonOptions {
+  config: Config;
+  log?: Logger;
+  registry?: DriverRegistry;
+}
+
+/** Something the daemon starts; told about reloads, stopped in reverse order. */
+export interface Component {
+  name: string;
+  reconfigure?(config: Config): void | Promise<void>;
+  stop?(): void | Promise<void>;
+}
+
+export class Daemon {
+  readonly log: Logger;
+  readonly registry: DriverRegistry;
+  readonly http: HttpServer;
+  readonly assets: AssetRuntime;
+  private components: Component[] = [];
+  private stopping: Promise<void> | undefined;
+  config: Config;
+
+  constructor(opts: DaemonOptions) {
+    this.config = opts.config;
+    this.log = opts.log ?? createLogger(opts.config.logLevel);
+    this.registry = opts.registry ?? new DriverRegistry(builtinDrivers());
+    this.http = new HttpServer(this.log);
+    this.assets = new AssetRuntime(new DriverPool(this.registry, this.log, opts.config.dataDir), this.log);
+  }
+
+  /** Starts everything; resolves once every listener accepts (then logs the ready line). */
+  async start(): Promise<void> {
+    const cfg = this.config;
+    openDataDir(cfg.dataDir, VERSION);
+    this.assets.configure(cfg.assets, cfg.drivers);
+    this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
+    mountAssetsApi(this.http, { assets: this.assets, log: this.log });
+    await this.listen();
+    const ports = this.http.listeners().map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`).join(',');
+    this.log.always('gatewayd ready', { version: VERSION, ports, pid: process.pid });
+  }
+
+  private async listen(): Promise<void> {
+    const h = this.config.http;
+    const specs: ListenSpec[] = h['http.ports'].map((port) => ({ port, kind: 'http' as const }));
+    const tlsPorts = h['https.ports'].length + h['https.client.auth.ports'].length;
+    let tls: TlsMaterial | undefined;
+    if (tlsPorts > 0) {
+      if (h['https.keystore.cert'] && h['https.keystore.key']) {
+        tls = { cert: fs.readFileSync(h['https.keystore.cert']), key: fs.readFileSync(h['https.keystore.key']) };
+      } else {
+        const ss = ensureSelfSigned(this.config.dataDir);
+        if (ss.generated) this.log.warn('no keystore configured: generated a self-signed certificate', { dir: this.config.dataDir });
+        tls = { cert: ss.cert, key: ss.key };
+      }
+      specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));
+      if (h['https.client.auth.ports'].length > 0) {
+        const ts = h['https.truststore'];
+        if (ts && fs.existsSync(ts)) {
+          tls.ca = fs.readFileSync(ts);
+          specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
+        } else {
+          // Contract §5: a device may be provisioned incompletely; do not stop the daemon for it.
+          this.log.warn('client-auth ports not opened: truststore missing', { ports: h['https.client.auth.ports'].join(','), truststore: ts });
+        }
+      }
+    }
+    await this.http.listen(specs, h['bind.address'], tls);
+  }
+
+  /** Registers a component started outside the constructor (auth, MQTT, deploy). */
+  add(component: Component): void {
+    this.components.push(component);
+  }
+
+  /**
+   * Re-reads the configuration file and applies rest, console, assets, drivers and mqtt. A bad file
+   * keeps the running configuration (and says why). Listener changes need a restart.
+   */
+  async reload(): Promise<boolean> {
+    if (!this.config.file) return false;
+    const { config, problems } = loadConfigFile(this.config.file, this.registry);
+    const errors = errorsOf(problems);
+    if (errors.length > 0) {
+      for (const e of errors) this.log.error('reload refused: configuration problem', { key: e.path || '(file)', problem: e.message });
+      this.log.error('reload refused: keeping the running configuration', { file: this.config.file, problems: errors.length });
+      return false;
+    }
+    if (JSON.stringify(config.http) !== JSON.stringify(this.config.http) || config.dataDir !== this.config.dataDir) {
+      this.log.warn('http and dataDir changes take effect after a restart');
+      config.http = this.config.http;
+      config.dataDir = this.config.dataDir;
+    }
+    this.config = config;
+    this.log.setLevel(config.logLevel);
+    for (const c of this.components) {
+      try {
+        await c.reconfigure?.(config);
+      } catch (err) {
+        this.log.error('reload failed for a component', { component: c.name, error: (err as Error).message });
+      }
+    }
+    this.log.info('configuration reloaded', { file: this.config.file });
+    return true;
+  }
+
+  /** Graceful stop: no new connections, in-flight requests finish, state flushed, MQTT disconnected. */
+  stop(graceMs = 3000): Promise<void> {
+    this.stopping ??= (async () => {
+      this.log.info('stopping');
+      await this.http.close(graceMs);
+      for (const c of [...this.components].reverse()) {
+        try {
+          await c.stop?.();
+        } catch (err) {
+          this.log.warn('component stop failed', { component: c.name, error: (err as Error).message });
+        }
+      }
+      this.log.info('stopped');
+    })();
+    return this.stopping;
+  }
+}

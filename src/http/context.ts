@@ -1,0 +1,112 @@
+// The per-request context handed to handlers, and the one place responses are written.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket, PeerCertificate } from 'node:tls';
+import type { Params } from './router.js';
+
+/** Who the request was authenticated as, and how. */
+export interface Principal {
+  name: string;
+  /** Which provider produced it: 'certificate' | 'basic' | 'session' | a custom provider's name. */
+  via: string;
+}
+
+export interface ListenerInfo {
+  port: number;
+  secure: boolean;
+  /** True on `https.client.auth.ports` listeners (client certificate required and verified). */
+  clientAuth: boolean;
+}
+
+/** Thrown by handlers (and body readers) to answer with a status; the API family decides the body. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    /** A bodiless error (Kura's Jersey-generated 404/405/403): the family policy sends no entity. */
+    readonly bodiless = false,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export type ResponseFilter = (ctx: RequestContext, status: number, headers: Record<string, string | string[]>) => number;
+
+export class RequestContext {
+  params: Params = Object.create(null);
+  principal: Principal | undefined;
+  /** Free slots for pipeline stages (e.g. the session the request authenticated with). */
+  readonly locals: Record<string, unknown> = Object.create(null);
+  responded = false;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly listener: ListenerInfo,
+    readonly path: string,
+    private readonly filters: ResponseFilter[],
+  ) {}
+
+  get method(): string {
+    return this.req.method ?? 'GET';
+  }
+
+  get remoteAddress(): string {
+    return this.req.socket.remoteAddress ?? '';
+  }
+
+  /** The verified client certificate on a client-auth port; undefined elsewhere. */
+  peerCertificate(): PeerCertificate | undefined {
+    if (!this.listener.clientAuth) return undefined;
+    const sock = this.req.socket as TLSSocket;
+    if (typeof sock.getPeerCertificate !== 'function' || !sock.authorized) return undefined;
+    const cert = sock.getPeerCertificate();
+    return cert && Object.keys(cert).length > 0 ? cert : undefined;
+  }
+
+  header(name: string): string | undefined {
+    const v = this.req.headers[name];
+    return Array.isArray(v) ? v[0] : v;
+  }
+
+  /** Writes the response once; later calls are ignored. Response filters may change the status. */
+  send(status: number, body?: string | Buffer, contentType?: string, extra: Record<string, string | string[]> = {}): void {
+    if (this.responded || this.res.headersSent) return;
+    this.responded = true;
+    const headers: Record<string, string | string[]> = {
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      ...extra,
+    };
+    for (const f of this.filters) status = f(this, status, headers);
+    if (body !== undefined && status !== 204 && status !== 304) {
+      const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+      headers['content-type'] = contentType ?? 'application/octet-stream';
+      headers['content-length'] = String(buf.length);
+      this.res.writeHead(status, headers);
+      this.res.end(this.method === 'HEAD' ? undefined : buf);
+    } else {
+      if (status !== 204 && status !== 304) headers['content-length'] = '0';
+      this.res.writeHead(status, headers);
+      this.res.end();
+    }
+  }
+
+  json(status: number, value: unknown, extra?: Record<string, string | string[]>): void {
+    this.send(status, JSON.stringify(value), 'application/json', extra);
+  }
+
+  /** Sends pre-serialised JSON text (e.g. containing exact 64-bit integers). */
+  rawJson(status: number, text: string, extra?: Record<string, string | string[]>): void {
+    this.send(status, text, 'application/json', extra);
+  }
+
+  text(status: number, text: string, extra?: Record<string, string | string[]>): void {
+    this.send(status, text, 'text/plain; charset=utf-8', extra);
+  }
+
+  empty(status: number, extra?: Record<string, string | string[]>): void {
+    this.send(status, undefined, undefined, extra);
+  }
+}

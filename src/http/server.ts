@@ -1,0 +1,234 @@
+// The HTTP edge: listeners on every configured port, the request pipeline and the route table.
+//
+// Pipeline, in Kura's order (kura/session-auth.md §1): route matching (404/405) → pipeline stages
+// (allowed ports, authentication, authorisation — installed by the auth layer) → handler → response
+// filters (403→401 rewrite, WWW-Authenticate). Each API family brings its own error shape.
+
+import http from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import type { Logger } from '../log.js';
+import { Router, decodePath } from './router.js';
+import { HttpError, RequestContext, type ListenerInfo, type ResponseFilter } from './context.js';
+
+export type Handler = (ctx: RequestContext) => Promise<void> | void;
+
+/** How an API family renders its errors (JSON `{message}` for session, text/plain for deploy/assets). */
+export interface ApiFamily {
+  name: string;
+  onError(ctx: RequestContext, err: HttpError): void;
+}
+
+export interface Route {
+  handler: Handler;
+  family: ApiFamily;
+  /** Kura's `@RolesAllowed`: permission `rest.<role>` (or kura.admin) is required. */
+  role?: string;
+}
+
+/** A stage runs after matching and before the handler; it may throw HttpError to answer early. */
+export type Stage = (ctx: RequestContext, route: Route) => Promise<void> | void;
+
+export const jsonFamily = (name: string): ApiFamily => ({
+  name,
+  onError(ctx, err) {
+    if (err.bodiless) ctx.empty(err.status, err.headers);
+    else ctx.json(err.status, { message: err.message }, err.headers);
+  },
+});
+
+export const textFamily = (name: string): ApiFamily => ({
+  name,
+  onError(ctx, err) {
+    if (err.bodiless) ctx.empty(err.status, err.headers);
+    else ctx.text(err.status, err.message, err.headers);
+  },
+});
+
+const INTERNAL = 'An internal error occurred';
+
+export interface TlsMaterial {
+  cert: string | Buffer;
+  key: string | Buffer;
+  /** Truststore for client-auth listeners. */
+  ca?: string | Buffer;
+}
+
+export interface ListenSpec {
+  port: number;
+  kind: 'http' | 'https' | 'client-auth';
+}
+
+// TLS 1.2 minimum, forward-secret AEAD suites only (TLS 1.3 suites are all strong).
+const CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+export interface ServerLimits {
+  /** Time to receive the request headers (slowloris). */
+  headersTimeoutMs: number;
+  /** Time to receive the whole request (uploads included). */
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  /** Idle socket timeout. */
+  socketTimeoutMs: number;
+  maxHeaderSize: number;
+}
+
+export const DEFAULT_LIMITS: ServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 300_000,
+  keepAliveTimeoutMs: 5_000,
+  socketTimeoutMs: 120_000,
+  maxHeaderSize: 16 * 1024,
+};
+
+export class HttpServer {
+  readonly routes = new Router<Route>();
+  readonly stages: Stage[] = [];
+  readonly filters: ResponseFilter[] = [];
+  private servers: { server: http.Server; info: ListenerInfo }[] = [];
+  private sockets = new Set<Socket>();
+  private inFlight = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly log: Logger,
+    private readonly limits: ServerLimits = DEFAULT_LIMITS,
+  ) {}
+
+  route(method: string, path: string, family: ApiFamily, handler: Handler, role?: string): this {
+    this.routes.add(method, path, { handler, family, role });
+    return this;
+  }
+
+  /** The ports actually bound (after port 0 was resolved), per listener. */
+  listeners(): ListenerInfo[] {
+    return this.servers.map((s) => s.info);
+  }
+
+  async listen(specs: ListenSpec[], host: string, tls?: TlsMaterial): Promise<void> {
+    for (const spec of specs) {
+      const info: ListenerInfo = { port: spec.port, secure: spec.kind !== 'http', clientAuth: spec.kind === 'client-auth' };
+      const opts: http.ServerOptions = { maxHeaderSize: this.limits.maxHeaderSize };
+      let server: http.Server;
+      if (spec.kind === 'http') {
+        server = http.createServer(opts);
+      } else {
+        if (!tls) throw new Error(`port ${spec.port}: HTTPS listener without a certificate`);
+        const tlsOpts: https.ServerOptions = {
+          ...opts,
+          cert: tls.cert,
+          key: tls.key,
+          minVersion: 'TLSv1.2',
+          ciphers: CIPHERS,
+          honorCipherOrder: true,
+        };
+        if (spec.kind === 'client-auth') {
+          tlsOpts.requestCert = true;
+          tlsOpts.rejectUnauthorized = true;
+          tlsOpts.ca = tls.ca;
+        }
+        server = https.createServer(tlsOpts);
+        server.on('tlsClientError', (err: Error) => {
+          this.log.debug('TLS handshake failed', { port: info.port, error: err.message });
+        });
+      }
+      server.headersTimeout = this.limits.headersTimeoutMs;
+      server.requestTimeout = this.limits.requestTimeoutMs;
+      server.keepAliveTimeout = this.limits.keepAliveTimeoutMs;
+      server.setTimeout(this.limits.socketTimeoutMs);
+      server.on('request', (req, res) => this.handle(req, res, info));
+      server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+        // Malformed request lines/headers, header timeouts: answer 400/408/431 if we still can.
+        if (socket.writable && !socket.destroyed) {
+          const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+          socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+        }
+        socket.destroy();
+      });
+      server.on('connection', (s: Socket) => {
+        s.setNoDelay(true);
+        this.sockets.add(s);
+        s.once('close', () => this.sockets.delete(s));
+      });
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ port: spec.port, host }, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      server.on('error', (err) => this.log.error('listener error', { port: info.port, error: err.message }));
+      const addr = server.address();
+      if (addr && typeof addr === 'object') info.port = addr.port;
+      this.servers.push({ server, info });
+      this.log.info('listening', { port: info.port, tls: info.secure, clientAuth: info.clientAuth, host });
+    }
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse, info: ListenerInfo): Promise<void> {
+    this.inFlight++;
+    res.once('close', () => {
+      if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+    });
+    const path = decodePath(req.url ?? '');
+    const ctx = new RequestContext(req, res, info, path ?? '/', this.filters);
+    let route: Route | undefined;
+    try {
+      if (path === undefined) throw new HttpError(400, 'Malformed request target', true);
+      const m = this.routes.find(req.method ?? 'GET', path);
+      if (m.kind === 'not-found') throw new HttpError(404, 'Not found', true);
+      if (m.kind === 'method-not-allowed') throw new HttpError(405, 'Method not allowed', true, { allow: m.allowed.join(', ') });
+      route = m.handler;
+      ctx.params = m.params;
+      for (const stage of this.stages) await stage(ctx, route);
+      await route.handler(ctx);
+      if (!ctx.responded) ctx.empty(204);
+    } catch (err) {
+      this.fail(ctx, route, err);
+    }
+  }
+
+  private fail(ctx: RequestContext, route: Route | undefined, err: unknown): void {
+    if (ctx.responded || ctx.res.headersSent) {
+      ctx.res.destroy();
+      return;
+    }
+    let httpErr: HttpError;
+    if (err instanceof HttpError) {
+      httpErr = err;
+    } else {
+      // Never a stack trace to the client; one log line with the route for the operator.
+      this.log.error('request failed', { method: ctx.method, path: ctx.path, error: (err as Error)?.message ?? String(err) });
+      httpErr = new HttpError(500, INTERNAL);
+    }
+    if (route) route.family.onError(ctx, httpErr);
+    else if (httpErr.bodiless) ctx.empty(httpErr.status, httpErr.headers);
+    else ctx.text(httpErr.status, httpErr.message, httpErr.headers);
+    // A body we refused to read must not be parsed as the next request on this connection.
+    if (!ctx.req.complete) ctx.res.once('finish', () => ctx.req.socket.destroy());
+  }
+
+  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then closes every socket. */
+  async close(graceMs = 3000): Promise<void> {
+    for (const { server } of this.servers) server.close();
+    for (const { server } of this.servers) server.closeIdleConnections?.();
+    if (this.inFlight > 0) {
+      await Promise.race([
+        new Promise<void>((r) => this.idleWaiters.push(r)),
+        new Promise<void>((r) => setTimeout(r, graceMs).unref()),
+      ]);
+    }
+    for (const s of this.sockets) s.destroy();
+    this.servers = [];
+  }
+}

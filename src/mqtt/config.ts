@@ -1,0 +1,53 @@
+// The `mqtt` section of the configuration (contract §2, §5 telemetry keys).
+
+import type { Problem } from '../drivers/driver.js';
+import { bool, num, oneOf, section, str } from '../config/schema.js';
+
+export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
+export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
+
+export interface MqttConfig {
+  enabled: boolean;
+  'broker-url': string;
+  'client-id': string;
+  username: string;
+  password: string;
+  'keep-alive': number;
+  'clean-session': boolean;
+  'topic.context.account-name': string;
+  'topic.control-prefix': string;
+  'payload.encoding': PayloadEncoding;
+  'tls.ca': string;
+  'tls.cert': string;
+  'tls.key': string;
+  'outbox.max.messages': number;
+}
+
+// MQTT topic levels must not contain wildcards or separators.
+const LEVEL = /^[^/#+\u0000]+$/;
+
+const validate = section<MqttConfig>({
+  enabled: [bool, false],
+  'broker-url': [str({ pattern: /^(mqtt|mqtts|tcp|ssl|tls):\/\/[^\s/]+(:\d+)?\/?$/, patternHint: 'expected mqtt://host:port or mqtts://host:port' }), 'mqtt://127.0.0.1:1883'],
+  'client-id': [str({ pattern: LEVEL, patternHint: 'must be non-empty without / # +' }), 'gatewayd'],
+  username: [str(), ''],
+  password: [str(), ''],
+  'keep-alive': [num({ int: true, min: 0, max: 65535 }), 30],
+  'clean-session': [bool, false],
+  'topic.context.account-name': [str({ pattern: LEVEL, patternHint: 'must be non-empty without / # +' }), 'account'],
+  'topic.control-prefix': [str({ pattern: LEVEL, patternHint: 'must be non-empty without / # +' }), '$EDC'],
+  'payload.encoding': [oneOf(PAYLOAD_ENCODINGS), 'kura-protobuf'],
+  'tls.ca': [str(), ''],
+  'tls.cert': [str(), ''],
+  'tls.key': [str(), ''],
+  'outbox.max.messages': [num({ int: true, min: 1, max: 10_000_000 }), 10000],
+});
+
+export function validateMqttSection(raw: unknown, path = 'mqtt'): { value: MqttConfig; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const value = validate(raw, path, problems);
+  if ((value['tls.cert'] === '') !== (value['tls.key'] === '')) {
+    problems.push({ path, message: 'tls.cert and tls.key must be given together', severity: 'error' });
+  }
+  return { value, problems };
+}
