@@ -1,0 +1,151 @@
+// Register data types and word/byte orders (contract §2 "Driver properties", §5 clarifications),
+// mapped to and from the channel's value type (src/assets/types.ts TypedValue).
+
+import type { TypedValue, ValueType } from '../../assets/types.js';
+
+export const DATA_TYPES = ['INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64', 'FLOAT32', 'FLOAT64', 'STRING'] as const;
+export type DataType = (typeof DATA_TYPES)[number];
+
+export const DATA_ORDERS = ['BIG_ENDIAN', 'LITTLE_ENDIAN', 'BIG_ENDIAN_BYTE_SWAP', 'LITTLE_ENDIAN_BYTE_SWAP'] as const;
+export type DataOrder = (typeof DATA_ORDERS)[number];
+
+/** Which register data types each value type may declare (contract §5). */
+export const ALLOWED_DATA_TYPES: Record<ValueType, readonly DataType[]> = {
+  INTEGER: ['INT16', 'UINT16', 'INT32'],
+  LONG: ['INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64'],
+  FLOAT: ['FLOAT32'],
+  DOUBLE: ['FLOAT32', 'FLOAT64'],
+  // "a register read as 0/1"
+  BOOLEAN: ['INT16', 'UINT16'],
+  STRING: ['STRING'],
+  BYTE_ARRAY: ['STRING'],
+};
+
+const WIDTH: Record<Exclude<DataType, 'STRING'>, number> = {
+  INT16: 1, UINT16: 1, INT32: 2, UINT32: 2, FLOAT32: 2, INT64: 4, UINT64: 4, FLOAT64: 4,
+};
+
+/** Registers a value occupies; STRING (and BYTE_ARRAY) take `array.data.length` registers. */
+export function registerCount(dataType: DataType, arrayLength: number): number {
+  return dataType === 'STRING' ? arrayLength : WIDTH[dataType];
+}
+
+/**
+ * Converts between wire order and big-endian (ABCD…) for 32- and 64-bit types. Each order is its
+ * own inverse, so the same function serves reads and writes (contract §5):
+ * BIG_ENDIAN AB CD EF GH; LITTLE_ENDIAN HG FE DC BA; BIG_ENDIAN_BYTE_SWAP BA DC FE HG;
+ * LITTLE_ENDIAN_BYTE_SWAP GH EF CD AB.
+ */
+export function reorder(bytes: Buffer, order: DataOrder): Buffer {
+  const out = Buffer.from(bytes);
+  if (bytes.length <= 2) return out; // 16-bit types ignore the order
+  switch (order) {
+    case 'BIG_ENDIAN':
+      return out;
+    case 'LITTLE_ENDIAN':
+      return out.reverse();
+    case 'BIG_ENDIAN_BYTE_SWAP':
+      return out.swap16();
+    case 'LITTLE_ENDIAN_BYTE_SWAP': {
+      const words = bytes.length / 2;
+      for (let i = 0; i < words; i++) bytes.copy(out, (words - 1 - i) * 2, i * 2, i * 2 + 2);
+      return out;
+    }
+  }
+}
+
+export interface ValueLayout {
+  dataType: DataType;
+  order: DataOrder;
+  valueType: ValueType;
+}
+
+const INT64_MAX = (1n << 63n) - 1n;
+
+/** Decodes a channel's registers (as received, two bytes each) to its value type. */
+export function decodeRegisters(wire: Buffer, layout: ValueLayout): TypedValue | { error: string } {
+  const { dataType, valueType } = layout;
+  if (!ALLOWED_DATA_TYPES[valueType].includes(dataType)) {
+    return { error: `data.type ${dataType} cannot be read as ${valueType}` };
+  }
+  if (dataType === 'STRING') {
+    if (valueType === 'BYTE_ARRAY') return { type: 'BYTE_ARRAY', value: Buffer.from(wire) };
+    // A device pads a string with NULs; the text ends at the first one.
+    const nul = wire.indexOf(0);
+    return { type: 'STRING', value: wire.subarray(0, nul < 0 ? wire.length : nul).toString('utf8') };
+  }
+  const b = reorder(wire, layout.order);
+  let n: number | bigint;
+  switch (dataType) {
+    case 'INT16': n = b.readInt16BE(0); break;
+    case 'UINT16': n = b.readUInt16BE(0); break;
+    case 'INT32': n = b.readInt32BE(0); break;
+    case 'UINT32': n = b.readUInt32BE(0); break;
+    case 'INT64': n = b.readBigInt64BE(0); break;
+    case 'UINT64': n = b.readBigUInt64BE(0); break;
+    case 'FLOAT32': n = b.readFloatBE(0); break;
+    case 'FLOAT64': n = b.readDoubleBE(0); break;
+  }
+  switch (valueType) {
+    case 'BOOLEAN':
+      return { type: 'BOOLEAN', value: n !== 0 };
+    case 'INTEGER':
+      return { type: 'INTEGER', value: Number(n) };
+    case 'LONG': {
+      const big = BigInt(n);
+      if (big > INT64_MAX) return { error: `UINT64 value ${big} does not fit a LONG (beyond 2^63-1)` };
+      return { type: 'LONG', value: big };
+    }
+    case 'FLOAT':
+      return { type: 'FLOAT', value: Math.fround(Number(n)) };
+    default:
+      return { type: 'DOUBLE', value: Number(n) };
+  }
+}
+
+const RANGE: Record<string, [bigint, bigint]> = {
+  INT16: [-(1n << 15n), (1n << 15n) - 1n],
+  UINT16: [0n, (1n << 16n) - 1n],
+  INT32: [-(1n << 31n), (1n << 31n) - 1n],
+  UINT32: [0n, (1n << 32n) - 1n],
+  INT64: [-(1n << 63n), (1n << 63n) - 1n],
+  UINT64: [0n, (1n << 64n) - 1n],
+};
+
+/** Encodes a value to the registers it is written as (wire order). */
+export function encodeRegisters(v: TypedValue, layout: ValueLayout, arrayLength: number): Buffer | { error: string } {
+  const { dataType } = layout;
+  if (dataType === 'STRING') {
+    const bytes = v.type === 'BYTE_ARRAY' ? v.value : v.type === 'STRING' ? Buffer.from(v.value, 'utf8') : undefined;
+    if (!bytes) return { error: `a ${v.type} value cannot be written as data.type STRING` };
+    if (bytes.length > arrayLength * 2) {
+      return { error: `${bytes.length} bytes do not fit ${arrayLength} registers (array.data.length)` };
+    }
+    const out = Buffer.alloc(arrayLength * 2);
+    bytes.copy(out);
+    return out;
+  }
+  const b = Buffer.alloc(WIDTH[dataType] * 2);
+  if (dataType === 'FLOAT32' || dataType === 'FLOAT64') {
+    if (v.type !== 'FLOAT' && v.type !== 'DOUBLE') return { error: `a ${v.type} value cannot be written as ${dataType}` };
+    if (dataType === 'FLOAT32') b.writeFloatBE(v.value, 0);
+    else b.writeDoubleBE(v.value, 0);
+    return reorder(b, layout.order);
+  }
+  let n: bigint;
+  if (v.type === 'BOOLEAN') n = v.value ? 1n : 0n;
+  else if (v.type === 'LONG') n = v.value;
+  else if (v.type === 'INTEGER' && Number.isInteger(v.value)) n = BigInt(v.value);
+  else return { error: `a ${v.type} value cannot be written as ${dataType}` };
+  const [min, max] = RANGE[dataType];
+  if (n < min || n > max) return { error: `value ${n} is out of range for ${dataType} (${min}..${max})` };
+  switch (dataType) {
+    case 'INT16': b.writeInt16BE(Number(n), 0); break;
+    case 'UINT16': b.writeUInt16BE(Number(n), 0); break;
+    case 'INT32': b.writeInt32BE(Number(n), 0); break;
+    case 'UINT32': b.writeUInt32BE(Number(n), 0); break;
+    case 'INT64': b.writeBigInt64BE(n, 0); break;
+    case 'UINT64': b.writeBigUInt64BE(n, 0); break;
+  }
+  return reorder(b, layout.order);
+}

@@ -1,0 +1,196 @@
+// Modbus RTU transport over a serial line opened as a file and configured with `stty`
+// (Modbus over Serial Line V1.02 §2.5). The port is opened on first use and reopened with backoff
+// after an I/O error (e.g. a USB adapter unplugged). Frames end at CRC-valid boundaries; bytes that
+// form no valid response (noise, late answers, bad CRCs) are discarded and counted.
+
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import tty from 'node:tty';
+import { promisify } from 'node:util';
+import type { Logger } from '../../log.js';
+import type { SerialSettings } from './config.js';
+import { EXCEPTION_BIT } from './constants.js';
+import { decodeRtu, encodeRtu, interFrameGapMs } from './rtu-frame.js';
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
+
+const run = promisify(execFile);
+
+/** Longest RTU frame (§2.5.1: 256 bytes); more unparsed bytes than this are noise. */
+const MAX_RTU_FRAME = 256;
+
+export function sttyArgs(s: SerialSettings): string[] {
+  return [
+    '-F', s.portName, String(s.baudrate), `cs${s.databits}`,
+    s.stopbits === 2 ? 'cstopb' : '-cstopb',
+    s.parity === 'none' ? '-parenb' : 'parenb',
+    ...(s.parity === 'odd' ? ['parodd'] : s.parity === 'even' ? ['-parodd'] : []),
+    // Raw bytes, no echo, no modem control or flow control: a two-wire RS-485 or RS-232 line.
+    'raw', '-echo', 'clocal', '-crtscts', '-ixon', '-ixoff',
+  ];
+}
+
+interface Pending {
+  unitId: number;
+  fc: number;
+  resolve(pdu: Buffer): void;
+  reject(err: Error): void;
+  /** Offsets already counted as CRC errors in the current buffer. */
+  crcSeen: Set<number>;
+}
+
+export class SerialTransport implements Transport {
+  readonly label: string;
+  readonly stats: LineStats = emptyStats();
+  private stream: tty.ReadStream | undefined;
+  private opening: Promise<tty.ReadStream> | undefined;
+  private rx: Buffer = Buffer.alloc(0);
+  private pending: Pending | undefined;
+  private lastActivity = 0;
+  private backoff = 0;
+  private retryAt = 0;
+  private lastError = '';
+  private closed = false;
+  private readonly gapMs: number;
+
+  constructor(private readonly settings: SerialSettings, private readonly log: Logger) {
+    this.label = `Modbus RTU ${settings.portName}`;
+    this.gapMs = interFrameGapMs(settings.baudrate);
+  }
+
+  async exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
+    const stream = await this.open();
+    // §2.5.1.1: at least 3.5 character times of silence before a new frame.
+    const quiet = this.lastActivity + this.gapMs - performance.now();
+    if (quiet > 0) await new Promise((r) => setTimeout(r, Math.ceil(quiet)));
+    this.dropRx();
+    const frame = encodeRtu({ unitId, pdu });
+    return new Promise<Buffer>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending = undefined;
+        this.stats.timeouts++;
+        this.dropRx();
+        reject(new TimeoutError(`${this.label}: no response from unit ${unitId} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending = {
+        unitId,
+        fc: pdu[0],
+        crcSeen: new Set(),
+        resolve: (p) => { clearTimeout(timer); resolve(p); },
+        reject: (e) => { clearTimeout(timer); reject(e); },
+      };
+      this.stats.requests++;
+      this.stats.bytesSent += frame.length;
+      this.lastActivity = performance.now();
+      stream.write(frame, (err) => {
+        if (err) this.fail(err);
+      });
+    });
+  }
+
+  /** Bytes nobody asked for (noise, a late answer): one discarded frame. */
+  private dropRx(): void {
+    if (this.rx.length) this.stats.discardedFrames++;
+    this.rx = Buffer.alloc(0);
+  }
+
+  private onData(chunk: Buffer): void {
+    this.stats.bytesReceived += chunk.length;
+    this.lastActivity = performance.now();
+    const p = this.pending;
+    if (!p) {
+      this.stats.discardedFrames++;
+      return;
+    }
+    this.rx = Buffer.concat([this.rx, chunk]);
+    // Look for a CRC-valid response from the addressed unit to this function at any offset:
+    // noise before it is skipped, a bad CRC is counted once and the search goes on (§2.5.1.2).
+    for (let i = 0; i + 4 <= this.rx.length; i++) {
+      if (this.rx[i] !== p.unitId || (this.rx[i + 1] & ~EXCEPTION_BIT) !== p.fc) continue;
+      const r = decodeRtu(this.rx, 'response', i);
+      if (r.status === 'frame') {
+        if (i > 0) this.stats.discardedFrames++;
+        this.rx = this.rx.subarray(i + r.length);
+        this.dropRx();
+        this.pending = undefined;
+        this.stats.responses++;
+        p.resolve(r.frame.pdu);
+        return;
+      }
+      if (r.status === 'crc' && !p.crcSeen.has(i)) {
+        p.crcSeen.add(i);
+        this.stats.crcErrors++;
+      }
+    }
+    if (this.rx.length > MAX_RTU_FRAME * 2) {
+      this.stats.discardedFrames++;
+      this.rx = this.rx.subarray(this.rx.length - MAX_RTU_FRAME);
+      p.crcSeen.clear();
+    }
+  }
+
+  private open(): Promise<tty.ReadStream> {
+    if (this.closed) return Promise.reject(new Error(`${this.label}: driver closed`));
+    if (this.stream) return Promise.resolve(this.stream);
+    if (this.opening) return this.opening;
+    const now = Date.now();
+    if (now < this.retryAt) {
+      return Promise.reject(new Error(`${this.label}: port not open (${this.lastError}; next attempt in ${this.retryAt - now} ms)`));
+    }
+    this.opening = (async () => {
+      let fd: number | undefined;
+      try {
+        await run('stty', sttyArgs(this.settings), { timeout: 5000 });
+        const { O_RDWR, O_NOCTTY, O_NONBLOCK } = fs.constants;
+        fd = await new Promise<number>((res, rej) =>
+          fs.open(this.settings.portName, O_RDWR | O_NOCTTY | O_NONBLOCK, (e, f) => (e ? rej(e) : res(f))));
+        if (!tty.isatty(fd)) throw new Error('not a terminal device');
+        // A TTY handle reads without blocking a libuv thread, and close() cancels it.
+        const stream = new tty.ReadStream(fd);
+        fd = undefined;
+        if (this.closed) {
+          stream.destroy();
+          throw new Error('driver closed');
+        }
+        stream.on('data', (chunk: Buffer) => this.onData(chunk));
+        stream.on('error', (err) => this.fail(err));
+        stream.on('close', () => this.fail(new Error('port closed')));
+        this.stream = stream;
+        this.stats.connects++;
+        if (this.lastError) this.log.info('modbus serial port usable again', { device: this.label });
+        this.backoff = 0;
+        this.lastError = '';
+        return stream;
+      } catch (err) {
+        if (fd !== undefined) fs.close(fd, () => {});
+        const e = err as NodeJS.ErrnoException & { stderr?: string };
+        const message = (e.stderr && String(e.stderr).trim()) || e.code || e.message;
+        this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff ? this.backoff * 2 : BACKOFF_MIN_MS);
+        this.retryAt = Date.now() + this.backoff;
+        if (!this.lastError) this.log.warn('modbus serial port unusable', { device: this.label, error: message });
+        this.lastError = `cannot open: ${message}`;
+        throw new Error(`${this.label}: ${this.lastError}`);
+      } finally {
+        this.opening = undefined;
+      }
+    })();
+    return this.opening;
+  }
+
+  private fail(err: Error): void {
+    const stream = this.stream;
+    if (!stream) return;
+    this.stream = undefined;
+    stream.destroy();
+    this.rx = Buffer.alloc(0);
+    const p = this.pending;
+    this.pending = undefined;
+    const why = (err as NodeJS.ErrnoException).code ?? err.message;
+    if (!this.closed) this.log.warn('modbus serial port failed', { device: this.label, error: why });
+    p?.reject(new Error(`${this.label}: ${why}`));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.fail(new Error('driver closed'));
+  }
+}

@@ -1,0 +1,147 @@
+// Modbus TCP transport: one connection, opened on demand and reopened with backoff after it fails.
+// A response is matched by transaction id (Messaging on TCP/IP Implementation Guide §3.1.3); one
+// with another id (e.g. the late answer to a request that timed out) is discarded and counted.
+
+import net from 'node:net';
+import type { Logger } from '../../log.js';
+import { MbapDecoder, encodeMbap } from './mbap.js';
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
+
+interface Pending {
+  transactionId: number;
+  unitId: number;
+  resolve(pdu: Buffer): void;
+  reject(err: Error): void;
+}
+
+export class TcpTransport implements Transport {
+  readonly label: string;
+  readonly stats: LineStats = emptyStats();
+  private socket: net.Socket | undefined;
+  private connecting: Promise<net.Socket> | undefined;
+  private readonly decoder = new MbapDecoder();
+  private pending: Pending | undefined;
+  private transactionId = 0;
+  private backoff = 0;
+  private retryAt = 0;
+  private lastError = '';
+  private closed = false;
+
+  constructor(private readonly host: string, private readonly port: number, private readonly log: Logger) {
+    this.label = `Modbus TCP ${host}:${port}`;
+  }
+
+  async exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
+    const socket = await this.connect(timeoutMs);
+    // Transaction ids run 1..65535 and wrap; 0 is skipped so a zeroed frame never matches.
+    this.transactionId = (this.transactionId % 0xffff) + 1;
+    const transactionId = this.transactionId;
+    const frame = encodeMbap({ transactionId, protocolId: 0, unitId, pdu });
+    return new Promise<Buffer>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending = undefined;
+        this.stats.timeouts++;
+        reject(new TimeoutError(`${this.label}: no response from unit ${unitId} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending = {
+        transactionId,
+        unitId,
+        resolve: (p) => { clearTimeout(timer); resolve(p); },
+        reject: (e) => { clearTimeout(timer); reject(e); },
+      };
+      this.stats.requests++;
+      this.stats.bytesSent += frame.length;
+      socket.write(frame);
+    });
+  }
+
+  private connect(timeoutMs: number): Promise<net.Socket> {
+    if (this.closed) return Promise.reject(new Error(`${this.label}: driver closed`));
+    if (this.socket) return Promise.resolve(this.socket);
+    if (this.connecting) return this.connecting;
+    const now = Date.now();
+    if (now < this.retryAt) {
+      return Promise.reject(new Error(`${this.label}: not connected (${this.lastError}; next attempt in ${this.retryAt - now} ms)`));
+    }
+    this.connecting = new Promise<net.Socket>((resolve, reject) => {
+      const socket = net.connect({ host: this.host, port: this.port });
+      const timer = setTimeout(() => fail(new Error(`connect timed out after ${timeoutMs} ms`)), timeoutMs);
+      const fail = (err: Error) => {
+        clearTimeout(timer);
+        socket.destroy();
+        this.connecting = undefined;
+        this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff ? this.backoff * 2 : BACKOFF_MIN_MS);
+        this.retryAt = Date.now() + this.backoff;
+        const message = (err as NodeJS.ErrnoException).code ?? err.message;
+        if (!this.lastError) this.log.warn('modbus device unreachable', { device: this.label, error: message });
+        this.lastError = `connect failed: ${message}`;
+        reject(new Error(`${this.label}: ${this.lastError}`));
+      };
+      socket.once('error', fail);
+      socket.once('connect', () => {
+        clearTimeout(timer);
+        socket.removeListener('error', fail);
+        if (this.closed) {
+          socket.destroy();
+          return reject(new Error(`${this.label}: driver closed`));
+        }
+        // Requests are small and latency matters more than packet count.
+        socket.setNoDelay(true);
+        socket.setKeepAlive(true, 10_000);
+        this.stats.connects++;
+        if (this.lastError) this.log.info('modbus device reachable again', { device: this.label });
+        this.backoff = 0;
+        this.lastError = '';
+        this.decoder.reset();
+        this.socket = socket;
+        this.connecting = undefined;
+        socket.on('data', (chunk) => this.onData(chunk));
+        socket.on('error', (err) => this.onClose(err));
+        socket.on('close', () => this.onClose());
+        resolve(socket);
+      });
+    });
+    return this.connecting;
+  }
+
+  private onData(chunk: Buffer): void {
+    this.stats.bytesReceived += chunk.length;
+    for (const result of this.decoder.push(chunk)) {
+      if ('error' in result) {
+        // No resynchronisation point in a TCP stream: start over on a fresh connection.
+        this.stats.discardedFrames++;
+        this.log.warn('modbus framing error, reconnecting', { device: this.label, error: result.error });
+        this.socket?.destroy();
+        this.onClose(new Error(result.error));
+        return;
+      }
+      const { frame } = result;
+      const p = this.pending;
+      if (!p || frame.transactionId !== p.transactionId || frame.unitId !== p.unitId) {
+        this.stats.discardedFrames++;
+        continue;
+      }
+      this.pending = undefined;
+      this.stats.responses++;
+      p.resolve(frame.pdu);
+    }
+  }
+
+  private onClose(err?: Error): void {
+    if (!this.socket) return;
+    this.socket.destroy();
+    this.socket = undefined;
+    this.decoder.reset();
+    const p = this.pending;
+    this.pending = undefined;
+    const why = err ? ((err as NodeJS.ErrnoException).code ?? err.message) : 'closed by the device';
+    p?.reject(new Error(`${this.label}: connection lost (${why})`));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const socket = this.socket;
+    this.onClose(new Error('driver closed'));
+    socket?.destroy();
+  }
+}
