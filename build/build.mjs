@@ -1,4 +1,6 @@
-// Builds dist/gatewayd.js: one CommonJS file that runs with a stock `node` (18+) and no node_modules.
+// Builds dist/gatewayd.js: one ES module that runs with a stock `node` (18+) and no node_modules.
+// It is ESM because the repository is (`"type": "module"`); installed images name it `gatewayd.mjs`
+// so that it stays ESM wherever it is copied. CommonJS dependencies get `require` from the banner.
 import { build } from 'esbuild';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,7 +17,8 @@ await build({
   bundle: true,
   platform: 'node',
   target: 'node18',
-  format: 'cjs',
+  format: 'esm',
+  banner: { js: "import { createRequire as __gwCreateRequire } from 'node:module'; const require = __gwCreateRequire(import.meta.url);" },
   minify: process.env.GATEWAYD_MINIFY !== '0',
   legalComments: 'none',
   sourcemap: false,

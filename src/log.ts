@@ -20,7 +20,7 @@ export interface Logger {
   enabled(level: Level): boolean;
 }
 
-const SECRET_KEY = /pass(word)?|secret|token|cookie|authorization|private|^key$/i;
+const SECRET_KEY = /pass(word)?|secret|token|cookie|authorization|private/i;
 
 function quote(v: string): string {
   return /^[^\s"=\\]+$/.test(v) && v.length > 0 ? v : JSON.stringify(v);

@@ -1,0 +1,44 @@
+# gatewayd — see README.md. `make run` and `make test` do all their set-up themselves.
+
+NODE    ?= node
+NPM     ?= npm
+PREFIX  ?= /usr
+DESTDIR ?=
+CONFIG  ?= config/dev.json
+TAP_ARGS ?=
+
+SOURCES := $(shell find src -name '*.ts') build/build.mjs package.json
+
+.PHONY: all deps test-deps build run test check typecheck clean bench robustness soak install arm-check
+
+all: build
+
+node_modules/.installed: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+deps: node_modules/.installed
+
+# Debian peers the tests talk to (only installed when root and missing).
+test-deps:
+	@./build/test-deps.sh
+
+dist/gatewayd.js: node_modules/.installed $(SOURCES)
+	$(NODE) build/build.mjs
+
+build: dist/gatewayd.js
+	@$(NODE) -e 'const s=require("fs").statSync("dist/gatewayd.js").size; console.log("bundle: dist/gatewayd.js " + s + " bytes")'
+
+run: build
+	$(NODE) dist/gatewayd.js --config $(CONFIG)
+
+typecheck: deps
+	npx tsc --noEmit -p .
+
+test: deps test-deps build typecheck
+	npx tap $(TAP_ARGS)
+
+check: test
+
+clean:
+	rm -rf dist .tap

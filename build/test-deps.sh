@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs the real peers the test suite talks to, when they are missing and we may (root + apt).
+set -eu
+need=""
+command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need="$need mosquitto"
+command -v mosquitto_pub >/dev/null 2>&1 || need="$need mosquitto-clients"
+command -v socat >/dev/null 2>&1 || need="$need socat"
+command -v openssl >/dev/null 2>&1 || need="$need openssl"
+/usr/bin/python3 -c 'import pymodbus' >/dev/null 2>&1 || need="$need python3-pymodbus"
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing test peers:$need"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq $need >/dev/null
+else
+  echo "missing test peers:$need (install them, or the tests that need them are skipped; under CI=true they fail)" >&2
+fi

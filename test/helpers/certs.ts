@@ -1,0 +1,72 @@
+// Test PKI generated with openssl: a CA, a server certificate for 127.0.0.1/localhost, and client
+// certificates whose CN is an identity name. Nothing here is committed; each run makes its own.
+
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface Pki {
+  dir: string;
+  caCert: string;
+  caKey: string;
+  serverCert: string;
+  serverKey: string;
+  /** Creates (once) a client certificate with this CN signed by the CA (or by `otherCa`). */
+  client(cn: string, opts?: { untrusted?: boolean }): { cert: string; key: string };
+}
+
+function openssl(args: string[], cwd: string): void {
+  execFileSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+function makeCa(dir: string, name: string): { cert: string; key: string } {
+  const key = path.join(dir, `${name}.key`);
+  const cert = path.join(dir, `${name}.pem`);
+  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', `/CN=${name}`], dir);
+  return { cert, key };
+}
+
+function sign(dir: string, ca: { cert: string; key: string }, name: string, cn: string, ext: string): { cert: string; key: string } {
+  const key = path.join(dir, `${name}.key`);
+  const csr = path.join(dir, `${name}.csr`);
+  const cert = path.join(dir, `${name}.pem`);
+  const extFile = path.join(dir, `${name}.ext`);
+  fs.writeFileSync(extFile, ext);
+  openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=${cn}`], dir);
+  openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial', '-out', cert, '-days', '2', '-extfile', extFile], dir);
+  return { cert, key };
+}
+
+export function makePki(dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-pki-'))): Pki {
+  const ca = makeCa(dir, 'ca');
+  const server = sign(dir, ca, 'server', 'localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n');
+  let other: { cert: string; key: string } | undefined;
+  const clients = new Map<string, { cert: string; key: string }>();
+  return {
+    dir,
+    caCert: ca.cert,
+    caKey: ca.key,
+    serverCert: server.cert,
+    serverKey: server.key,
+    client(cn, opts = {}) {
+      const k = `${opts.untrusted ? 'x-' : ''}${cn}`;
+      let c = clients.get(k);
+      if (!c) {
+        const signer = opts.untrusted ? (other ??= makeCa(dir, 'other-ca')) : ca;
+        c = sign(dir, signer, `client-${k.replace(/[^A-Za-z0-9_.-]/g, '_')}`, cn, 'extendedKeyUsage=clientAuth\n');
+        clients.set(k, c);
+      }
+      return c;
+    },
+  };
+}
+
+export function haveOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,225 @@
+// Starts the real, built daemon (dist/gatewayd.js) on ephemeral ports with a config written by the
+// test, and gives back a small HTTP(S) client bound to it. Every test that talks to gatewayd uses this.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BUNDLE = path.join(ROOT, 'dist', 'gatewayd.js');
+
+/** Builds the bundle once per test process when it is missing (make test builds it first). */
+export function ensureBundle(): string {
+  if (!fs.existsSync(BUNDLE)) {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'build', 'build.mjs')], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('build failed');
+  }
+  return BUNDLE;
+}
+
+export interface TestLike {
+  teardown(fn: () => unknown): void;
+}
+
+export interface Response {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  json<T = any>(): T;
+}
+
+export interface RequestOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer | object;
+  /** Use HTTPS on this port (default: the first HTTP port). */
+  port?: number;
+  tls?: boolean;
+  cert?: string;
+  key?: string;
+  ca?: string;
+  timeoutMs?: number;
+}
+
+export interface Daemon {
+  proc: ChildProcess;
+  dir: string;
+  dataDir: string;
+  configFile: string;
+  ports: { http: number[]; https: number[]; clientAuth: number[] };
+  /** Every line the daemon logged (stdout and stderr). */
+  logs: string[];
+  request(pathname: string, opts?: RequestOptions): Promise<Response>;
+  /** Resolves with the first log line matching `re` (already logged or future). */
+  waitForLog(re: RegExp, timeoutMs?: number): Promise<string>;
+  signal(sig: NodeJS.Signals): void;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+export interface StartOptions {
+  /** Number of plain HTTP ports (default 1). */
+  http?: number;
+  https?: number;
+  clientAuth?: number;
+  /** Reuse this directory (restart on the same dataDir). */
+  dir?: string;
+  env?: Record<string, string>;
+  /** Do not wait for the ready line (for start-up failure tests). */
+  noWait?: boolean;
+  args?: string[];
+}
+
+/**
+ * `config` is the configuration file's content; `http.*.ports` are filled in with free ports unless
+ * given, and `dataDir` defaults to `<dir>/data`. Use `(ports) => config` to place the chosen ports
+ * elsewhere in the config (e.g. `rest.allowed.ports`).
+ */
+export async function startDaemon(
+  t: TestLike,
+  config: Record<string, any> | ((p: Daemon['ports'], dir: string) => Record<string, any>) = {},
+  opts: StartOptions = {},
+): Promise<Daemon> {
+  ensureBundle();
+  const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-test-'));
+  const ports = {
+    http: await Promise.all(Array.from({ length: opts.http ?? 1 }, () => freePort())),
+    https: await Promise.all(Array.from({ length: opts.https ?? 0 }, () => freePort())),
+    clientAuth: await Promise.all(Array.from({ length: opts.clientAuth ?? 0 }, () => freePort())),
+  };
+  const cfg = typeof config === 'function' ? config(ports, dir) : structuredClone(config);
+  cfg.dataDir ??= path.join(dir, 'data');
+  cfg.http ??= {};
+  cfg.http['http.ports'] ??= ports.http;
+  cfg.http['https.ports'] ??= ports.https;
+  cfg.http['https.client.auth.ports'] ??= ports.clientAuth;
+  cfg.http['bind.address'] ??= '127.0.0.1';
+  const configFile = path.join(dir, 'gatewayd.json');
+  fs.writeFileSync(configFile, JSON.stringify(cfg, null, 2));
+
+  const proc = spawn(process.execPath, [BUNDLE, '--config', configFile, ...(opts.args ?? [])], {
+    cwd: dir,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
+  const onLine = (line: string) => {
+    logs.push(line);
+    if (process.env.GATEWAYD_TEST_LOGS) process.stderr.write(`[gatewayd] ${line}\n`);
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      if (waiters[i].re.test(line)) waiters.splice(i, 1)[0].resolve(line);
+    }
+  };
+  for (const stream of [proc.stdout!, proc.stderr!]) {
+    let buf = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (d: string) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        onLine(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+      }
+    });
+  }
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  t.teardown(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL');
+      await exited;
+    }
+    if (!opts.dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const waitForLog = (re: RegExp, timeoutMs = 10_000) =>
+    new Promise<string>((resolve, reject) => {
+      const found = logs.find((l) => re.test(l));
+      if (found) return resolve(found);
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for log ${re}; last lines:\n${logs.slice(-10).join('\n')}`)), timeoutMs);
+      waiters.push({
+        re,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+      exited.then((code) => {
+        clearTimeout(timer);
+        reject(new Error(`daemon exited (${code}) before logging ${re}; last lines:\n${logs.slice(-10).join('\n')}`));
+      });
+    });
+
+  const d: Daemon = {
+    proc,
+    dir,
+    dataDir: cfg.dataDir,
+    configFile,
+    ports,
+    logs,
+    exited,
+    waitForLog,
+    request: (p, o) => request(ports, p, o),
+    signal: (sig) => proc.kill(sig),
+    stop: async () => {
+      proc.kill('SIGTERM');
+      return exited;
+    },
+  };
+  if (!opts.noWait) await waitForLog(/msg="gatewayd ready"/, 15_000);
+  return d;
+}
+
+export function request(ports: Daemon['ports'], pathname: string, o: RequestOptions = {}): Promise<Response> {
+  const secure = o.tls ?? (o.port !== undefined && !ports.http.includes(o.port));
+  const port = o.port ?? (secure ? ports.https[0] ?? ports.clientAuth[0] : ports.http[0]);
+  let body: Buffer | undefined;
+  const headers: Record<string, string> = { ...o.headers };
+  if (o.body !== undefined) {
+    if (Buffer.isBuffer(o.body)) body = o.body;
+    else if (typeof o.body === 'string') body = Buffer.from(o.body);
+    else {
+      body = Buffer.from(JSON.stringify(o.body));
+      headers['content-type'] ??= 'application/json';
+    }
+  }
+  const mod = secure ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = mod.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: pathname,
+        method: o.method ?? 'GET',
+        headers,
+        agent: false,
+        ...(secure ? { rejectUnauthorized: !!o.ca, ca: o.ca && fs.readFileSync(o.ca), cert: o.cert && fs.readFileSync(o.cert), key: o.key && fs.readFileSync(o.key), servername: 'localhost' } : {}),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(o.timeoutMs ?? 10_000, () => req.destroy(new Error(`request ${pathname} timed out`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Runs the bundle as a command (check-config, passwd, --version) and returns its output. */
+export function runCli(args: string[], opts: { input?: string; env?: Record<string, string> } = {}) {
+  ensureBundle();
+  const r = spawnSync(process.execPath, [BUNDLE, ...args], { input: opts.input, encoding: 'utf8', env: { ...process.env, ...opts.env }, timeout: 20_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
