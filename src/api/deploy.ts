@@ -1,0 +1,164 @@
+// Deployment API, `/services/deploy/v2` (interface §4.2, kura/deploy-assets-messaging.md §1).
+// Role `deploy`. Success bodies are JSON (statuses are bare JSON strings such as
+// `"REQUEST_RECEIVED"`); errors are Kura's text/plain strings.
+//
+// Extension (documented in README/COMPATIBILITY): `GET /services/deploy/v2/_jobs` lists recent
+// install and uninstall jobs with their state, because Kura's API never says whether one failed.
+
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import busboy from 'busboy';
+import type { HttpServer } from '../http/server.js';
+import { textFamily } from '../http/server.js';
+import { HttpError, type RequestContext } from '../http/context.js';
+import { isPlainObject } from '../config/schema.js';
+import { mediaType, readJson } from '../http/body.js';
+import type { Logger } from '../log.js';
+import type { DeploymentService } from '../deploy/service.js';
+import { UrlRefusedError, redactUrl } from '../deploy/fetch.js';
+import { DescriptorRequestError } from '../deploy/descriptor.js';
+
+const BASE = '/services/deploy/v2';
+const ROLE = 'deploy';
+
+export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentService; log: Logger }): void {
+  const family = textFamily('deploy');
+  const { deploy } = deps;
+  const log = deps.log.child({ component: 'deploy-api' });
+
+  server.route('GET', BASE, family, (ctx) => ctx.json(200, deploy.list()), ROLE);
+
+  server.route('GET', `${BASE}/_jobs`, family, (ctx) => ctx.json(200, deploy.recentJobs()), ROLE);
+
+  server.route('POST', `${BASE}/_install`, family, async (ctx) => {
+    const url = await urlOf(ctx);
+    // Contract §5: an empty or missing url is 400 `Bad request` (Kura accepts "" and fails later).
+    if (typeof url !== 'string' || url === '') throw new HttpError(400, 'Bad request');
+    try {
+      ctx.json(200, deploy.requestInstall(url));
+    } catch (err) {
+      if (err instanceof UrlRefusedError) throw new HttpError(400, err.message);
+      log.error('install request failed', { url: redactUrl(url), error: (err as Error).message });
+      throw new HttpError(500, `Error installing deployment package: ${redactUrl(url)}`);
+    }
+  }, ROLE);
+
+  server.route('POST', `${BASE}/_upload`, family, async (ctx) => {
+    const { file, filename } = await receiveUpload(ctx, deploy);
+    try {
+      ctx.json(200, deploy.installUploaded(file, filename));
+    } catch (err) {
+      await fsp.rm(file, { force: true });
+      log.error('upload could not be queued', { file: filename, error: (err as Error).message });
+      throw new HttpError(500, `Error installing deployment package: ${filename}`);
+    }
+  }, ROLE);
+
+  server.route('DELETE', `${BASE}/:name`, family, (ctx) => {
+    const name = ctx.params.name!;
+    try {
+      ctx.json(200, deploy.requestUninstall(name));
+    } catch (err) {
+      log.error('uninstall request failed', { package: name, error: (err as Error).message });
+      throw new HttpError(500, `Error uninstalling deployment package: ${name}`);
+    }
+  }, ROLE);
+
+  server.route('PUT', `${BASE}/_packageDescriptor`, family, async (ctx) => {
+    const url = await urlOf(ctx);
+    try {
+      ctx.json(200, await deploy.packageDescriptor(url));
+    } catch (err) {
+      if (err instanceof DescriptorRequestError) throw new HttpError(400, err.message);
+      log.error('package descriptor failed', { url: String(url), error: (err as Error).message });
+      throw new HttpError(500, `Error checking package descriptor for ${String(url)}`);
+    }
+  }, ROLE);
+}
+
+/** The `url` of an InstallRequest body; `undefined` when absent. Malformed JSON is 400 (contract §4). */
+async function urlOf(ctx: RequestContext): Promise<unknown> {
+  const body = await readJson(ctx, { requireJsonType: true, allowMissingType: true }).catch((err) => {
+    // A missing body is Kura's `Bad request` (its null-request check), not the generic message.
+    if (err instanceof HttpError && err.message === 'Request body is missing') throw new HttpError(400, 'Bad request');
+    throw err;
+  });
+  if (!isPlainObject(body)) throw new HttpError(400, 'Bad request');
+  return body.url === null ? undefined : body.url;
+}
+
+/**
+ * Streams the multipart part `file` to a file in dataDir, never holding it in memory, and refuses
+ * more than `deploy.upload.max.bytes` with 413 (Kura has no limit). Other parts are drained.
+ */
+function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<{ file: string; filename: string }> {
+  const max = deploy.settings['upload.max.bytes'];
+  if (mediaType(ctx) !== 'multipart/form-data') {
+    ctx.req.resume();
+    return Promise.reject(new HttpError(400, 'Bad request: expected multipart/form-data with the package in the part "file"'));
+  }
+  const declared = Number(ctx.header('content-length'));
+  if (Number.isFinite(declared) && declared > max + 64 * 1024) {
+    ctx.req.resume();
+    return Promise.reject(new HttpError(413, `Upload larger than ${max} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({ headers: ctx.req.headers, limits: { files: 1, fileSize: max, fields: 20, parts: 40, fieldSize: 64 * 1024 } });
+    } catch {
+      ctx.req.resume();
+      reject(new HttpError(400, 'Bad request: malformed multipart/form-data'));
+      return;
+    }
+    const target = deploy.incomingPath();
+    let writing: Promise<void> | undefined;
+    let filename = '';
+    let tooLarge = false;
+    let settled = false;
+    const fail = (err: HttpError) => {
+      if (settled) return;
+      settled = true;
+      ctx.req.unpipe(bb);
+      ctx.req.resume();
+      void (writing ?? Promise.resolve()).catch(() => {}).then(() => fsp.rm(target, { force: true }));
+      reject(err);
+    };
+    bb.on('file', (field, stream, info) => {
+      if (field !== 'file' || writing) {
+        stream.resume();
+        return;
+      }
+      filename = info.filename ?? '';
+      stream.on('limit', () => {
+        tooLarge = true;
+        fail(new HttpError(413, `Upload larger than ${max} bytes`));
+      });
+      const out = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
+      writing = new Promise<void>((res, rej) => {
+        out.on('finish', res);
+        out.on('error', rej);
+        stream.on('error', rej);
+      });
+      stream.pipe(out);
+    });
+    bb.on('error', () => fail(new HttpError(400, 'Bad request: malformed multipart/form-data')));
+    bb.on('close', () => {
+      if (settled || tooLarge) return;
+      if (!writing) {
+        fail(new HttpError(400, 'Bad request: no part named "file"'));
+        return;
+      }
+      writing.then(
+        () => {
+          if (settled) return;
+          settled = true;
+          resolve({ file: target, filename });
+        },
+        () => fail(new HttpError(500, `Error installing deployment package: ${filename}`)),
+      );
+    });
+    ctx.req.on('aborted', () => fail(new HttpError(400, 'Request aborted')));
+    ctx.req.pipe(bb);
+  });
+}

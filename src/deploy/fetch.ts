@@ -1,0 +1,173 @@
+// Getting a package file to install: `http:`/`https:` downloads and `file:` copies, each written
+// to a path inside dataDir, never more than `maxBytes`.
+//
+// Kura follows 301/302/303 without limit and moves `file:` sources into its packages folder
+// (kura/deploy-assets-messaging.md §1.2); gatewayd follows at most `maxRedirects` redirects
+// (301/302/303/307/308, never to another scheme than http/https) and copies `file:` sources, so the
+// user's file is never moved or deleted (contract §4).
+
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Transform } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+
+export interface FetchOptions {
+  /** Connect and idle timeout, ms. */
+  timeoutMs: number;
+  maxBytes: number;
+  maxRedirects: number;
+  /** Absolute folders a `file:` URL must be inside. */
+  allowedDirs: string[];
+}
+
+/** A request refused before anything is queued (contract §4: answered 400). */
+export class UrlRefusedError extends Error {
+  override name = 'UrlRefusedError';
+}
+
+/** The URL without user info, for logs and the jobs list (a password in a URL is a secret). */
+export function redactUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    if (!u.username && !u.password) return raw;
+    u.username = '';
+    u.password = '';
+    return u.href;
+  } catch {
+    return raw;
+  }
+}
+
+function inside(file: string, dirs: string[]): boolean {
+  return dirs.some((d) => {
+    const rel = path.relative(path.resolve(d), file);
+    return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+  });
+}
+
+/**
+ * Checks an install URL before it is queued. Refuses other schemes, and `file:` paths outside the
+ * allowed folders (lexically here; the real path is checked again when the file is read).
+ */
+export function checkInstallUrl(raw: string, allowedDirs: string[]): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new UrlRefusedError(`Bad request: not a URL: ${redactUrl(raw)}`);
+  }
+  if (u.protocol === 'http:' || u.protocol === 'https:') return u;
+  if (u.protocol !== 'file:') throw new UrlRefusedError(`Bad request: unsupported URL scheme ${u.protocol} (use http:, https: or file:)`);
+  let file: string;
+  try {
+    file = fileURLToPath(u);
+  } catch {
+    throw new UrlRefusedError(`Bad request: not a local file URL: ${raw}`);
+  }
+  if (!inside(path.resolve(file), allowedDirs)) {
+    throw new UrlRefusedError(`Bad request: ${file} is not inside deploy.file.allowed.dirs`);
+  }
+  return u;
+}
+
+/** Fetches `url` into `dest` (created; removed again on failure). */
+export async function fetchPackage(url: URL, dest: string, opts: FetchOptions): Promise<void> {
+  try {
+    if (url.protocol === 'file:') await copyLocal(fileURLToPath(url), dest, opts);
+    else await download(url, dest, opts);
+  } catch (err) {
+    await fsp.rm(dest, { force: true });
+    throw err;
+  }
+}
+
+async function copyLocal(file: string, dest: string, opts: FetchOptions): Promise<void> {
+  let real: string;
+  try {
+    real = await fsp.realpath(file);
+  } catch {
+    throw new Error(`file not found: ${file}`);
+  }
+  // The real path counts: a symlink inside an allowed folder must not reach outside it.
+  const realDirs = await Promise.all(opts.allowedDirs.map((d) => fsp.realpath(d).catch(() => path.resolve(d))));
+  if (!inside(real, realDirs)) throw new Error(`${file} resolves outside deploy.file.allowed.dirs`);
+  const st = await fsp.stat(real);
+  if (!st.isFile()) throw new Error(`${file} is not a regular file`);
+  if (st.size > opts.maxBytes) throw new Error(`${file} is larger than ${opts.maxBytes} bytes`);
+  await pipeline(fs.createReadStream(real), limiter(opts.maxBytes, file), fs.createWriteStream(dest, { flags: 'wx', mode: 0o600 }));
+}
+
+function limiter(maxBytes: number, what: string): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      seen += chunk.length;
+      if (seen > maxBytes) cb(new Error(`${what} is larger than ${maxBytes} bytes`));
+      else cb(null, chunk);
+    },
+  });
+}
+
+/** GETs `url` as text (at most `maxBytes`), following redirects like a package download. */
+export async function fetchText(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>): Promise<string> {
+  let text = '';
+  await get(url, opts, 0, async (res, shown) => {
+    const chunks: Buffer[] = [];
+    await pipeline(res, limiter(opts.maxBytes, shown), async function* (src: AsyncIterable<Buffer>) {
+      for await (const c of src) chunks.push(c);
+    });
+    text = Buffer.concat(chunks).toString('utf8');
+  });
+  return text;
+}
+
+function download(url: URL, dest: string, opts: FetchOptions): Promise<void> {
+  return get(url, opts, 0, (res, shown) => pipeline(res, limiter(opts.maxBytes, shown), fs.createWriteStream(dest, { flags: 'w', mode: 0o600 })));
+}
+
+type Consume = (res: http.IncomingMessage, shown: string) => Promise<void>;
+
+function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: number, consume: Consume): Promise<void> {
+  const shown = redactUrl(url.href);
+  const named = (err: Error) => (err.message.includes(shown) ? err : new Error(`download of ${shown} failed: ${err.message}`));
+  return new Promise<void>((resolve, reject) => {
+    const mod = url.protocol === 'https:' ? https : http;
+    const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd' } }, (res) => {
+      const status = res.statusCode ?? 0;
+      if ([301, 302, 303, 307, 308].includes(status)) {
+        res.resume();
+        const loc = res.headers.location;
+        if (!loc) return reject(new Error(`redirect without a Location header from ${shown}`));
+        if (redirects >= opts.maxRedirects) return reject(new Error(`too many redirects (limit ${opts.maxRedirects}) from ${shown}`));
+        let next: URL;
+        try {
+          next = new URL(loc, url);
+        } catch {
+          return reject(new Error(`invalid redirect Location from ${shown}`));
+        }
+        if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+          return reject(new Error(`redirect to unsupported scheme ${next.protocol} from ${shown}`));
+        }
+        return get(next, opts, redirects + 1, consume).then(resolve, reject);
+      }
+      if (status < 200 || status > 299) {
+        res.resume();
+        return reject(new Error(`HTTP ${status} from ${shown}`));
+      }
+      const declared = Number(res.headers['content-length']);
+      if (Number.isFinite(declared) && declared > opts.maxBytes) {
+        res.destroy();
+        return reject(new Error(`${shown} is larger than ${opts.maxBytes} bytes`));
+      }
+      // The idle timeout keeps applying while the body streams (Kura's dpa.read.timeout).
+      res.setTimeout(opts.timeoutMs, () => res.destroy(new Error(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
+      consume(res, shown).then(resolve, (err: Error) => reject(named(err)));
+    });
+    req.on('timeout', () => req.destroy(new Error(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
+    req.on('error', (err) => reject(named(err)));
+  });
+}

@@ -1,0 +1,174 @@
+// The deployment agent: what the deploy/v2 REST API drives. It queues install and uninstall jobs
+// (one at a time, in order), fetches package files, installs them into the store and starts or
+// stops their extension code.
+//
+// Kura's repeat semantics (kura/deploy-assets-messaging.md §1.2, §1.4): an install whose exact URL
+// string is still queued or running answers INSTALLING without queueing; an uninstall whose name is
+// pending answers UNINSTALLING; anything else answers REQUEST_RECEIVED, including an uninstall of a
+// name that is not installed (the job then fails, visible in the jobs list).
+
+import fsp from 'node:fs/promises';
+import type { Logger } from '../log.js';
+import type { DeployConfig } from './config.js';
+import { JobQueue, type Job } from './jobs.js';
+import { PackageStore, type ArchiveCheck, type InstalledPackage } from './store.js';
+import { checkInstallUrl, fetchPackage, fetchText, redactUrl } from './fetch.js';
+import { descriptorApiUrl, descriptorFromXml, nodeIdOf, type PackageDescriptor } from './descriptor.js';
+import type { PluginHost } from '../plugins/host.js';
+import type { ZipLimits } from './zip.js';
+
+const MAX_DESCRIPTOR_BYTES = 1024 * 1024;
+
+export type DeploymentRequestStatus = 'REQUEST_RECEIVED' | 'INSTALLING' | 'UNINSTALLING';
+
+export interface DeploymentServiceOptions {
+  dataDir: string;
+  config: DeployConfig;
+  log: Logger;
+  plugins: PluginHost;
+  /** Runs before extraction (the signature check when trust anchors are configured). */
+  check?: ArchiveCheck;
+  zipLimits?: Partial<ZipLimits>;
+}
+
+export class DeploymentService {
+  readonly store: PackageStore;
+  private readonly jobs: JobQueue;
+  private config: DeployConfig;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: DeploymentServiceOptions) {
+    this.log = opts.log.child({ component: 'deploy' });
+    this.config = opts.config;
+    this.store = new PackageStore({ dataDir: opts.dataDir, log: this.log, limits: opts.zipLimits, check: opts.check });
+    this.jobs = new JobQueue(this.log);
+  }
+
+  /** Loads the store and starts every installed package's code, in install order. */
+  async start(): Promise<void> {
+    this.store.open();
+    for (const pkg of this.store.list()) {
+      try {
+        await this.opts.plugins.activate(this.loadable(pkg));
+      } catch (err) {
+        // The package stays installed (it can be replaced or removed); the others still start.
+        this.log.error('installed package failed to start', { package: pkg.name, error: (err as Error).message });
+      }
+    }
+    if (this.store.list().length) this.log.info('deployment packages loaded', { count: this.store.list().length });
+  }
+
+  /** Stops taking jobs, waits for the running one, and stops every package's code. */
+  async stop(): Promise<void> {
+    await this.jobs.stop();
+    await this.opts.plugins.deactivateAll();
+  }
+
+  /** Applies a reloaded `deploy` section (limits, timeouts, folders) to later requests. */
+  reconfigure(config: DeployConfig): void {
+    this.config = config;
+  }
+
+  get settings(): Readonly<DeployConfig> {
+    return this.config;
+  }
+
+  list(): { name: string; version: string }[] {
+    return this.store.list().map((p) => ({ name: p.name, version: p.version }));
+  }
+
+  recentJobs(): Job[] {
+    return this.jobs.list();
+  }
+
+  /** Resolves when no job is queued or running (tests, shutdown). */
+  idle(): Promise<void> {
+    return this.jobs.idle();
+  }
+
+  /** A fresh path inside dataDir for an upload; pass it to `installUploaded` or remove it. */
+  incomingPath(): string {
+    return this.store.incomingPath();
+  }
+
+  /** Queues an install from a URL. Throws UrlRefusedError for a URL that can never be installed. */
+  requestInstall(rawUrl: string): DeploymentRequestStatus {
+    if (this.jobs.isPending('install', rawUrl)) return 'INSTALLING';
+    const cfg = this.config;
+    const url = checkInstallUrl(rawUrl, cfg['file.allowed.dirs']);
+    this.jobs.enqueue('install', rawUrl, { url: redactUrl(rawUrl) }, async (job) => {
+      const file = this.store.incomingPath();
+      try {
+        await fetchPackage(url, file, {
+          timeoutMs: cfg['download.timeout'],
+          maxBytes: cfg['upload.max.bytes'],
+          maxRedirects: cfg['download.max.redirects'],
+          allowedDirs: cfg['file.allowed.dirs'],
+        });
+        await this.installFile(file, job);
+      } finally {
+        await fsp.rm(file, { force: true });
+      }
+    });
+    return 'REQUEST_RECEIVED';
+  }
+
+  /**
+   * Queues the install of an uploaded file already written to `file` (from `incomingPath()`);
+   * the file is removed when the job ends. Uploads never repeat: each is a new file (§1.3).
+   */
+  installUploaded(file: string, originalName: string): DeploymentRequestStatus {
+    this.jobs.enqueue('install', file, { url: `upload:${originalName}` }, async (job) => {
+      try {
+        await this.installFile(file, job);
+      } finally {
+        await fsp.rm(file, { force: true });
+      }
+    });
+    return 'REQUEST_RECEIVED';
+  }
+
+  requestUninstall(name: string): DeploymentRequestStatus {
+    if (this.jobs.isPending('uninstall', name)) return 'UNINSTALLING';
+    this.jobs.enqueue('uninstall', name, { name }, async () => {
+      if (!this.store.get(name)) throw new Error(`no deployment package named ${name} is installed`);
+      await this.opts.plugins.deactivate(name);
+      await this.store.remove(name);
+      this.log.info('package uninstalled', { package: name });
+    });
+    return 'REQUEST_RECEIVED';
+  }
+
+  /**
+   * The marketplace descriptor for a marketplace install URL. Throws DescriptorRequestError (400)
+   * for a URL Kura's checks refuse; any other error means the descriptor could not be had (500).
+   */
+  async packageDescriptor(marketplaceUrl: unknown): Promise<PackageDescriptor> {
+    const nodeId = nodeIdOf(marketplaceUrl);
+    const cfg = this.config;
+    const xml = await fetchText(new URL(descriptorApiUrl(cfg['marketplace.url'], nodeId)), {
+      timeoutMs: cfg['download.timeout'],
+      maxBytes: MAX_DESCRIPTOR_BYTES,
+      maxRedirects: cfg['download.max.redirects'],
+    });
+    return descriptorFromXml(xml, cfg['gateway.version']);
+  }
+
+  private async installFile(file: string, job: Job): Promise<void> {
+    const { pkg, replaced } = await this.store.install(file);
+    job.name = pkg.name;
+    job.version = pkg.version;
+    // The old version's code stops before the new one starts, so names (driver factories) are free.
+    if (replaced) await this.opts.plugins.deactivate(replaced.name);
+    this.log.info('package installed', { package: pkg.name, version: pkg.version, replaced: replaced?.version });
+    try {
+      await this.opts.plugins.activate(this.loadable(pkg));
+    } catch (err) {
+      throw new Error(`installed, but its code did not start: ${(err as Error).message}`);
+    }
+  }
+
+  private loadable(pkg: InstalledPackage) {
+    return { name: pkg.name, version: pkg.version, dir: this.store.dirOf(pkg), extensions: pkg.extensions };
+  }
+}

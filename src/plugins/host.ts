@@ -1,0 +1,192 @@
+// Loads, starts and stops the extension modules of installed packages (contract: src/plugins/api.ts).
+//
+// Everything a package registers goes through its own scoped PluginApi, so stopping the package
+// can undo exactly that: its timers, disposers, driver factories and authentication providers.
+
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from '../log.js';
+import type { DriverFactory } from '../drivers/driver.js';
+import { PLUGIN_API_VERSION, type AuthProvider, type Extension, type PluginApi, type PluginTimer } from './api.js';
+
+/** Where driver factories go (src/drivers/registry.ts's DriverRegistry fits). */
+export interface DriverFactorySink {
+  register(factory: DriverFactory): void;
+  unregister(name: string): void;
+}
+
+/** Where authentication providers go (the auth layer supplies it). */
+export interface AuthProviderSink {
+  register(provider: AuthProvider): void;
+  unregister(provider: AuthProvider): void;
+}
+
+export interface PluginHostOptions {
+  log: Logger;
+  drivers: DriverFactorySink;
+  auth?: AuthProviderSink;
+  /** Test seam; the default imports the module by file URL. */
+  importModule?: (url: string) => Promise<unknown>;
+}
+
+/** A package whose extensions can be started: `dir` is absolute, `extensions` relative to it. */
+export interface LoadablePackage {
+  name: string;
+  version: string;
+  dir: string;
+  extensions: string[];
+}
+
+// The bundle is CommonJS (build/build.mjs), where esbuild rewrites `import()` into `require()`,
+// which cannot load ES modules. A Function-built `import()` is left alone by the bundler and works
+// from CommonJS and ES modules alike (Node >= 12.17).
+const nativeImport = new Function('url', 'return import(url)') as (url: string) => Promise<unknown>;
+
+interface Running {
+  pkg: LoadablePackage;
+  extensions: { file: string; module: Extension }[];
+  timers: Map<number, NodeJS.Timeout>;
+  disposers: (() => void | Promise<void>)[];
+  factories: string[];
+  providers: AuthProvider[];
+  stopped: boolean;
+}
+
+export class PluginHost {
+  private readonly running = new Map<string, Running>();
+  private loads = 0;
+  private timerIds = 0;
+
+  constructor(private readonly opts: PluginHostOptions) {}
+
+  /** Names of the packages whose code is running. */
+  active(): string[] {
+    return [...this.running.keys()];
+  }
+
+  /** Driver factory names registered by a running package. */
+  factoriesOf(name: string): string[] {
+    return [...(this.running.get(name)?.factories ?? [])];
+  }
+
+  /**
+   * Imports and activates the package's extensions in order. On failure everything it registered
+   * so far is undone and the error names the package and the module.
+   */
+  async activate(pkg: LoadablePackage): Promise<void> {
+    if (this.running.has(pkg.name)) await this.deactivate(pkg.name);
+    if (pkg.extensions.length === 0) return;
+    const state: Running = { pkg, extensions: [], timers: new Map(), disposers: [], factories: [], providers: [], stopped: false };
+    this.running.set(pkg.name, state);
+    const log = this.opts.log.child({ package: pkg.name });
+    const api = this.makeApi(state, log);
+    const load = ++this.loads;
+    for (const file of pkg.extensions) {
+      try {
+        const abs = path.resolve(pkg.dir, file);
+        // A query per load: a reinstalled package must run its new code, not the cached module.
+        const url = `${pathToFileURL(abs).href}?load=${load}`;
+        const mod = (await (this.opts.importModule ?? nativeImport)(url)) as Partial<Extension>;
+        if (typeof mod?.activate !== 'function') throw new Error('it does not export an activate(api) function');
+        state.extensions.push({ file, module: mod as Extension });
+        await mod.activate(api);
+      } catch (err) {
+        await this.deactivate(pkg.name);
+        throw new Error(`package ${pkg.name}: extension ${file} failed to activate: ${(err as Error)?.message ?? String(err)}`);
+      }
+    }
+    log.info('package extensions active', { version: pkg.version, extensions: pkg.extensions.join(',') });
+  }
+
+  /** Stops a package's code: deactivate(), then its timers, disposers, factories and providers. */
+  async deactivate(name: string): Promise<void> {
+    const state = this.running.get(name);
+    if (!state) return;
+    this.running.delete(name);
+    const log = this.opts.log.child({ package: name });
+    const attempt = async (what: string, fn: () => void | Promise<void>) => {
+      try {
+        await fn();
+      } catch (err) {
+        log.warn(`${what} failed`, { error: (err as Error)?.message ?? String(err) });
+      }
+    };
+    for (const { file, module } of [...state.extensions].reverse()) {
+      if (typeof module.deactivate === 'function') await attempt(`deactivate of ${file}`, () => module.deactivate!());
+    }
+    state.stopped = true;
+    for (const t of state.timers.values()) clearTimeout(t);
+    state.timers.clear();
+    for (const d of state.disposers.reverse()) await attempt('dispose callback', d);
+    for (const f of state.factories) await attempt(`unregistering driver factory ${f}`, () => this.opts.drivers.unregister(f));
+    for (const p of state.providers) await attempt(`unregistering auth provider ${p.name}`, () => this.opts.auth?.unregister(p));
+    log.info('package extensions stopped');
+  }
+
+  async deactivateAll(): Promise<void> {
+    for (const name of [...this.running.keys()].reverse()) await this.deactivate(name);
+  }
+
+  private makeApi(state: Running, log: Logger): PluginApi {
+    const live = (what: string) => {
+      if (state.stopped) throw new Error(`package ${state.pkg.name} is stopped; ${what} refused`);
+    };
+    const guard = (fn: () => void) => () => {
+      try {
+        fn();
+      } catch (err) {
+        // A throwing timer callback must not take the daemon down.
+        log.error('timer callback failed', { error: (err as Error)?.message ?? String(err) });
+      }
+    };
+    const addTimer = (fn: () => void, ms: number, repeat: boolean): PluginTimer => {
+      live('timer');
+      const id = ++this.timerIds;
+      const run = guard(fn);
+      const handle = repeat
+        ? setInterval(run, ms)
+        : setTimeout(() => {
+            state.timers.delete(id);
+            run();
+          }, ms);
+      handle.unref();
+      state.timers.set(id, handle);
+      return Object.freeze({ id });
+    };
+    const clear = (t: PluginTimer) => {
+      const h = state.timers.get(t?.id);
+      if (h) clearTimeout(h);
+      state.timers.delete(t?.id);
+    };
+    return Object.freeze({
+      apiVersion: PLUGIN_API_VERSION,
+      package: Object.freeze({ name: state.pkg.name, version: state.pkg.version, dir: state.pkg.dir }),
+      log,
+      registerDriverFactory: (factory: DriverFactory) => {
+        live('registerDriverFactory');
+        if (!factory || typeof factory.name !== 'string' || typeof factory.create !== 'function') {
+          throw new Error('registerDriverFactory needs a DriverFactory with a name and create()');
+        }
+        this.opts.drivers.register(factory);
+        state.factories.push(factory.name);
+        log.info('driver factory registered', { factory: factory.name });
+      },
+      registerAuthProvider: (provider: AuthProvider) => {
+        live('registerAuthProvider');
+        if (!this.opts.auth) throw new Error('this daemon does not accept authentication providers');
+        if (!provider || typeof provider.name !== 'string') throw new Error('registerAuthProvider needs a provider with a name');
+        this.opts.auth.register(provider);
+        state.providers.push(provider);
+        log.info('authentication provider registered', { provider: provider.name });
+      },
+      setTimeout: (fn: () => void, ms: number) => addTimer(fn, ms, false),
+      setInterval: (fn: () => void, ms: number) => addTimer(fn, ms, true),
+      clearTimeout: clear,
+      clearInterval: clear,
+      onDispose: (fn: () => void | Promise<void>) => {
+        live('onDispose');
+        state.disposers.push(fn);
+      },
+    });
+  }
+}
