@@ -118,7 +118,12 @@ export class HttpServer {
   async listen(specs: ListenSpec[], host: string, tls?: TlsMaterial): Promise<void> {
     for (const spec of specs) {
       const info: ListenerInfo = { port: spec.port, secure: spec.kind !== 'http', clientAuth: spec.kind === 'client-auth' };
-      const opts: http.ServerOptions = { maxHeaderSize: this.limits.maxHeaderSize };
+      // Node checks header/request timeouts only every `connectionsCheckingInterval` (30 s by default),
+      // which would let a slowloris client hold a socket far past headersTimeout.
+      const opts: http.ServerOptions = {
+        maxHeaderSize: this.limits.maxHeaderSize,
+        connectionsCheckingInterval: Math.max(100, Math.min(1000, this.limits.headersTimeoutMs / 4)),
+      };
       let server: http.Server;
       if (spec.kind === 'http') {
         server = http.createServer(opts);
