@@ -1,7 +1,9 @@
 // The `mqtt` section of the configuration (contract §2, §5 telemetry keys).
 
 import type { Problem } from '../drivers/driver.js';
-import { bool, num, oneOf, section, str } from '../config/schema.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { bool, num, oneOf, section, str, warning } from '../config/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -21,6 +23,8 @@ export interface MqttConfig {
   'tls.cert': string;
   'tls.key': string;
   'outbox.max.messages': number;
+  /** Kura's CloudService property: gzip protobuf payloads when that makes them shorter. */
+  'encode.gzip': boolean;
 }
 
 // MQTT topic levels must not contain wildcards or separators.
@@ -41,13 +45,22 @@ const validate = section<MqttConfig>({
   'tls.cert': [str(), ''],
   'tls.key': [str(), ''],
   'outbox.max.messages': [num({ int: true, min: 1, max: 10_000_000 }), 10000],
+  'encode.gzip': [bool, true],
 });
 
-export function validateMqttSection(raw: unknown, path = 'mqtt'): { value: MqttConfig; problems: Problem[] } {
+export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: MqttConfig; problems: Problem[] } {
   const problems: Problem[] = [];
-  const value = validate(raw, path, problems);
+  const value = validate(raw, keyPath, problems);
   if ((value['tls.cert'] === '') !== (value['tls.key'] === '')) {
-    problems.push({ path, message: 'tls.cert and tls.key must be given together', severity: 'error' });
+    problems.push({ path: `${keyPath}.tls.key`, message: 'tls.cert and tls.key must be given together', severity: 'error' });
+  }
+  // Contract §5: a missing referenced file is a warning (a device may be provisioned later).
+  for (const k of ['tls.ca', 'tls.cert', 'tls.key'] as const) {
+    const f = value[k];
+    if (f && path.isAbsolute(f) && !fs.existsSync(f)) warning(problems, `${keyPath}.${k}`, `file not found: ${f}`);
+  }
+  if (value.enabled && /^(mqtts|ssl|tls):/.test(value['broker-url']) === false && (value['tls.ca'] || value['tls.cert'])) {
+    warning(problems, `${keyPath}.broker-url`, 'TLS files are configured but the broker URL is not mqtts://');
   }
   return { value, problems };
 }

@@ -1,0 +1,297 @@
+// The QoS 1 outbox: telemetry waiting for a PUBACK, kept in dataDir so it survives broker outages
+// and restarts of the daemon.
+//
+// Storage: one append-only log, `outbox.log`, of framed records
+//   [u32 length][u32 crc32 of the body][body]
+//   body = ADD  0x01 seq:u64 qos:u8 topicLength:u16 topic payload
+//        | DONE 0x02 seq:u64            (acknowledged by the broker, or dropped)
+// Writes are batched: records collect in memory for `flushDelayMs` and go out with one write and one
+// fsync, so flash sees one sync per batch, not per message. `enqueue()` resolves once its record is
+// on disk. After a power cut the log is read up to the first torn or corrupt record, and the file is
+// truncated there: everything that was fsynced is kept, nothing half-written is ever taken for data.
+// When most of the log is dead weight it is rewritten atomically (temp file, fsync, rename, fsync of
+// the folder) with only the pending messages.
+//
+// Bounded: with more than `maxMessages` pending, the oldest are dropped first and counted.
+
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../log.js';
+import { ensurePrivateDir, writeFileAtomic } from '../store/atomic.js';
+
+export interface OutboxMessage {
+  seq: bigint;
+  topic: string;
+  payload: Buffer;
+  qos: 0 | 1;
+}
+
+const ADD = 1;
+const DONE = 2;
+const FILE = 'outbox.log';
+/** A record larger than this is taken as corruption (MQTT's own limit is 256 MB; telemetry is small). */
+const MAX_RECORD = 16 * 1024 * 1024;
+
+const CRC_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    t[n] = c >>> 0;
+  }
+  return t;
+})();
+
+/** CRC-32 (IEEE 802.3); zlib.crc32 only exists from Node 20.15/22.2 and the bundle runs on 18. */
+export function crc32(buf: Buffer): number {
+  let c = 0xffffffff;
+  for (let i = 0; i < buf.length; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+function frame(body: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(body.length, 0);
+  head.writeUInt32BE(crc32(body), 4);
+  return Buffer.concat([head, body]);
+}
+
+function addRecord(m: OutboxMessage): Buffer {
+  const topic = Buffer.from(m.topic, 'utf8');
+  const body = Buffer.alloc(1 + 8 + 1 + 2 + topic.length + m.payload.length);
+  body[0] = ADD;
+  body.writeBigUInt64BE(m.seq, 1);
+  body[9] = m.qos;
+  body.writeUInt16BE(topic.length, 10);
+  topic.copy(body, 12);
+  m.payload.copy(body, 12 + topic.length);
+  return frame(body);
+}
+
+function doneRecord(seq: bigint): Buffer {
+  const body = Buffer.alloc(9);
+  body[0] = DONE;
+  body.writeBigUInt64BE(seq, 1);
+  return frame(body);
+}
+
+export interface OutboxOptions {
+  dir: string;
+  maxMessages: number;
+  log: Logger;
+  /** How long records collect before one write + fsync (ms). */
+  flushDelayMs?: number;
+}
+
+export interface OutboxStats {
+  pending: number;
+  dropped: number;
+  recoveredBytesDiscarded: number;
+}
+
+export class Outbox {
+  private readonly file: string;
+  private pending = new Map<bigint, OutboxMessage>();
+  private nextSeq = 1n;
+  private buffered: Buffer[] = [];
+  private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  private flushTimer?: NodeJS.Timeout;
+  private chain: Promise<void> = Promise.resolve();
+  private fh?: fsp.FileHandle;
+  /** Records in the file, and how many of them are still live (ADDs not DONE). */
+  private fileRecords = 0;
+  private dropped = 0;
+  private discarded = 0;
+  private closed = false;
+  private listeners = new Set<() => void>();
+
+  constructor(private readonly opts: OutboxOptions) {
+    this.file = path.join(opts.dir, FILE);
+  }
+
+  get maxMessages(): number {
+    return this.opts.maxMessages;
+  }
+
+  set maxMessages(n: number) {
+    this.opts.maxMessages = n;
+    this.enforceBound();
+  }
+
+  /** Loads the log (recovering from a torn tail) and opens it for appending. */
+  async open(): Promise<void> {
+    ensurePrivateDir(this.opts.dir);
+    let data: Buffer;
+    try {
+      data = await fsp.readFile(this.file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      data = Buffer.alloc(0);
+    }
+    let pos = 0;
+    let records = 0;
+    while (pos + 8 <= data.length) {
+      const len = data.readUInt32BE(pos);
+      const crc = data.readUInt32BE(pos + 4);
+      if (len < 9 || len > MAX_RECORD || pos + 8 + len > data.length) break;
+      const body = data.subarray(pos + 8, pos + 8 + len);
+      if (crc32(body) !== crc) break;
+      const seq = body.readBigUInt64BE(1);
+      if (body[0] === ADD && len >= 12) {
+        const tlen = body.readUInt16BE(10);
+        if (12 + tlen > len) break;
+        const qos = body[9] === 0 ? 0 : 1;
+        this.pending.set(seq, { seq, qos, topic: body.subarray(12, 12 + tlen).toString('utf8'), payload: Buffer.from(body.subarray(12 + tlen)) });
+      } else if (body[0] === DONE) {
+        this.pending.delete(seq);
+      } else {
+        break;
+      }
+      if (seq >= this.nextSeq) this.nextSeq = seq + 1n;
+      records++;
+      pos += 8 + len;
+    }
+    this.fileRecords = records;
+    if (pos < data.length) {
+      // A torn or corrupt tail: a write that never completed its fsync. Cut it off so appends
+      // continue from a clean record boundary.
+      this.discarded = data.length - pos;
+      this.opts.log.warn('mqtt outbox: discarded an incomplete tail after an unclean stop', { bytes: this.discarded });
+      await fsp.truncate(this.file, pos);
+    }
+    this.fh = await fsp.open(this.file, 'a', 0o600);
+    if (this.pending.size > 0) this.opts.log.info('mqtt outbox: messages waiting from before the restart', { pending: this.pending.size });
+    this.enforceBound();
+  }
+
+  /** Adds a message; resolves when it is durable on disk. */
+  enqueue(topic: string, payload: Buffer, qos: 0 | 1 = 1): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('outbox closed'));
+    const m: OutboxMessage = { seq: this.nextSeq++, topic, payload, qos };
+    this.pending.set(m.seq, m);
+    this.buffered.push(addRecord(m));
+    this.enforceBound();
+    const p = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    this.scheduleFlush();
+    for (const l of this.listeners) l();
+    return p;
+  }
+
+  /** Marks a message delivered (PUBACK received). */
+  ack(seq: bigint): void {
+    if (!this.pending.delete(seq)) return;
+    this.buffered.push(doneRecord(seq));
+    this.scheduleFlush();
+  }
+
+  /** Pending messages, oldest first (a live iterator over the queue). */
+  messages(): IterableIterator<OutboxMessage> {
+    return this.pending.values();
+  }
+
+  has(seq: bigint): boolean {
+    return this.pending.has(seq);
+  }
+
+  /** Called after each enqueue, so a sender can start pumping. */
+  onEnqueue(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  stats(): OutboxStats {
+    return { pending: this.pending.size, dropped: this.dropped, recoveredBytesDiscarded: this.discarded };
+  }
+
+  private enforceBound(): void {
+    const over = this.pending.size - this.opts.maxMessages;
+    if (over <= 0) return;
+    let n = 0;
+    for (const seq of this.pending.keys()) {
+      if (n >= over) break;
+      this.pending.delete(seq);
+      this.buffered.push(doneRecord(seq));
+      n++;
+    }
+    // Log the first drop of a run and then every thousandth, not every message.
+    const before = this.dropped;
+    this.dropped += n;
+    if (before === 0 || Math.floor(before / 1000) !== Math.floor(this.dropped / 1000)) {
+      this.opts.log.warn('mqtt outbox full: dropped the oldest messages', { dropped: this.dropped, max: this.opts.maxMessages });
+    }
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.closed) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      void this.flush();
+    }, this.opts.flushDelayMs ?? 50);
+  }
+
+  /** Writes everything buffered with one write and one fsync. */
+  flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const records = this.buffered;
+    const waiters = this.waiters;
+    this.buffered = [];
+    this.waiters = [];
+    this.chain = this.chain.then(async () => {
+      try {
+        if (records.length > 0) {
+          if (this.shouldCompact(records.length)) await this.compact();
+          else await this.append(records);
+        }
+        for (const w of waiters) w.resolve();
+      } catch (err) {
+        this.opts.log.error('mqtt outbox: cannot write to dataDir', { file: this.file, error: (err as Error).message });
+        for (const w of waiters) w.reject(err as Error);
+      }
+    });
+    return this.chain;
+  }
+
+  private async append(records: Buffer[]): Promise<void> {
+    if (!this.fh) throw new Error('outbox not open');
+    await this.fh.write(Buffer.concat(records));
+    await this.fh.sync();
+    this.fileRecords += records.length;
+  }
+
+  // Rewrite when the log holds far more records than live messages (and is not tiny).
+  private shouldCompact(adding: number): boolean {
+    const total = this.fileRecords + adding;
+    return total > 1000 && total > 4 * (this.pending.size + 1);
+  }
+
+  private async compact(): Promise<void> {
+    const live = [...this.pending.values()].map(addRecord);
+    await this.fh?.close();
+    this.fh = undefined;
+    await writeFileAtomic(this.file, Buffer.concat(live));
+    this.fh = await fsp.open(this.file, 'a', 0o600);
+    this.fileRecords = live.length;
+  }
+
+  /** Flushes and closes the file. Pending messages stay on disk for the next start. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flush();
+    this.closed = true;
+    await this.chain;
+    await this.fh?.close();
+    this.fh = undefined;
+  }
+
+  /** Size of the log on disk (for tests and diagnostics). */
+  fileSize(): number {
+    try {
+      return fs.statSync(this.file).size;
+    } catch {
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,302 @@
+// MqttService: the MQTT side of the daemon. It owns one MqttClient, answers ASSET-V1 requests,
+// publishes telemetry through the outbox, and follows configuration changes (SIGHUP) without losing
+// the outbox.
+//
+// Wiring (src/main.ts / daemon):
+//   const mqtt = new MqttService({ config: config.mqtt, assets, dataDir: config.dataDir, log });
+//   await mqtt.start();
+//   daemon.add({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
+//
+// Life-cycle messages, as Kura's CloudServiceImpl / MqttDataTransport (reference §3.1, issue 5):
+//   <prefix>/<account>/<client-id>/MQTT/BIRTH  after each CONNACK, QoS 0: KuraPayload with metrics
+//       client_id, display_name ("gatewayd"), application_framework ("gatewayd"),
+//       application_framework_version, application_ids ("ASSET-V1"), payload_encoding, uptime (INT64 ms);
+//   <prefix>/<account>/<client-id>/MQTT/DC     before a clean DISCONNECT, QoS 0: timestamp and uptime;
+//   <prefix>/<account>/<client-id>/MQTT/LWT    the last will, QoS 0: timestamp of the CONNECT.
+// Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AssetService, ChannelRecord } from '../assets/types.js';
+import type { Logger } from '../log.js';
+import { VERSION } from '../version.js';
+import { AssetV1Handler } from './asset-v1/handler.js';
+import { MqttClient, type MqttMessage } from './client.js';
+import type { MqttConfig } from './config.js';
+import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { Outbox, type OutboxMessage, type OutboxStats } from './outbox.js';
+import { encodeSimpleJsonPayload } from './simple-json-payload.js';
+import { Telemetry, encodeTelemetry } from './telemetry.js';
+
+export interface MqttServiceOptions {
+  config: MqttConfig;
+  assets: AssetService;
+  dataDir: string;
+  log: Logger;
+  /** Tuning for tests; production uses the defaults. */
+  tuning?: {
+    reconnectMin?: number;
+    reconnectMax?: number;
+    connectTimeout?: number;
+    outboxFlushMs?: number;
+  };
+}
+
+/** QoS 1 telemetry messages handed to the client at once. */
+const WINDOW = 32;
+/** ASSET-V1 requests being served at once; more are dropped (and logged) rather than queued. */
+const MAX_CONCURRENT_REQUESTS = 256;
+
+export class MqttService {
+  private config: MqttConfig;
+  private readonly log: Logger;
+  private client?: MqttClient;
+  private handler?: AssetV1Handler;
+  private telemetry?: Telemetry;
+  private outbox?: Outbox;
+  private handed = new Set<bigint>();
+  private cursor?: IterableIterator<OutboxMessage>;
+  private unlistenOutbox?: () => void;
+  private activeRequests = 0;
+  private readonly startedAt = Date.now();
+
+  constructor(private readonly opts: MqttServiceOptions) {
+    this.config = opts.config;
+    this.log = opts.log.child({ component: 'mqtt' });
+  }
+
+  async start(): Promise<void> {
+    if (!this.config.enabled) {
+      this.log.info('mqtt disabled');
+      return;
+    }
+    await this.openOutbox();
+    this.connect();
+  }
+
+  /** Applies a new `mqtt` section (SIGHUP). The outbox and its pending messages are kept. */
+  async reconfigure(next: MqttConfig): Promise<void> {
+    if (JSON.stringify(next) === JSON.stringify(this.config)) return;
+    this.log.info('mqtt configuration changed, reconnecting');
+    await this.disconnect();
+    this.config = next;
+    if (!next.enabled) {
+      await this.outbox?.close();
+      this.outbox = undefined;
+      this.unlistenOutbox?.();
+      this.log.info('mqtt disabled');
+      return;
+    }
+    if (this.outbox) this.outbox.maxMessages = next['outbox.max.messages'];
+    else await this.openOutbox();
+    this.connect();
+  }
+
+  /** DC message, clean DISCONNECT, outbox flushed to disk. */
+  async stop(): Promise<void> {
+    await this.disconnect();
+    this.unlistenOutbox?.();
+    this.unlistenOutbox = undefined;
+    await this.outbox?.close();
+    this.outbox = undefined;
+  }
+
+  stats(): OutboxStats & { connected: boolean } {
+    return { ...(this.outbox?.stats() ?? { pending: 0, dropped: 0, recoveredBytesDiscarded: 0 }), connected: this.client?.isConnected ?? false };
+  }
+
+  get isConnected(): boolean {
+    return this.client?.isConnected ?? false;
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  private async openOutbox(): Promise<void> {
+    const outbox = new Outbox({
+      dir: path.join(this.opts.dataDir, 'mqtt'),
+      maxMessages: this.config['outbox.max.messages'],
+      log: this.log,
+      flushDelayMs: this.opts.tuning?.outboxFlushMs,
+    });
+    await outbox.open();
+    this.outbox = outbox;
+    this.unlistenOutbox = outbox.onEnqueue(() => this.pump());
+  }
+
+  private topicBase(): string {
+    const c = this.config;
+    return `${c['topic.control-prefix']}/${c['topic.context.account-name']}/${c['client-id']}`;
+  }
+
+  private lifecyclePayload(metrics: KuraMetric[]): Buffer {
+    const p: KuraPayload = { timestamp: BigInt(Date.now()), metrics };
+    return this.config['payload.encoding'] === 'kura-protobuf' ? encodeKuraPayloadForWire(p, this.gzip) : encodeSimpleJsonPayload(p);
+  }
+
+  private get gzip(): boolean {
+    return this.config['encode.gzip'];
+  }
+
+  private uptime(): KuraMetric {
+    return { name: 'uptime', type: 'INT64', value: BigInt(Date.now() - this.startedAt) };
+  }
+
+  private readTls(): { ca?: Buffer; cert?: Buffer; key?: Buffer } | undefined {
+    const c = this.config;
+    const out: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+    for (const [k, f] of [['ca', c['tls.ca']], ['cert', c['tls.cert']], ['key', c['tls.key']]] as const) {
+      if (!f) continue;
+      try {
+        out[k] = fs.readFileSync(f);
+      } catch (err) {
+        // The path is configuration, not a secret; the key's content never reaches the log.
+        this.log.error('mqtt TLS file cannot be read, not connecting', { key: `mqtt.tls.${k}`, file: f, error: (err as NodeJS.ErrnoException).code ?? 'error' });
+        return undefined;
+      }
+    }
+    return out;
+  }
+
+  private connect(): void {
+    const c = this.config;
+    const base = this.topicBase();
+    const tlsMaterial = this.readTls();
+    if (!tlsMaterial) return;
+    const handler = new AssetV1Handler(
+      this.opts.assets,
+      {
+        prefix: c['topic.control-prefix'],
+        account: c['topic.context.account-name'],
+        clientId: c['client-id'],
+        encoding: c['payload.encoding'],
+        gzip: this.gzip,
+      },
+      this.log,
+    );
+    const lwt: MqttMessage = { topic: `${base}/MQTT/LWT`, payload: this.lifecyclePayload([]), qos: 0 };
+    let client: MqttClient;
+    try {
+      client = new MqttClient({
+        url: c['broker-url'],
+        clientId: c['client-id'],
+        username: c.username || undefined,
+        password: c.password || undefined,
+        keepAlive: c['keep-alive'],
+        clean: c['clean-session'],
+        will: lwt,
+        birth: () => ({ topic: `${base}/MQTT/BIRTH`, payload: this.lifecyclePayload(this.birthMetrics()) }),
+        disconnectMessage: () => ({ topic: `${base}/MQTT/DC`, payload: this.lifecyclePayload([this.uptime()]) }),
+        tls: tlsMaterial,
+        connectTimeout: this.opts.tuning?.connectTimeout,
+        reconnectMin: this.opts.tuning?.reconnectMin,
+        reconnectMax: this.opts.tuning?.reconnectMax,
+        log: this.log,
+      });
+    } catch (err) {
+      this.log.error('mqtt not started', { key: 'mqtt.broker-url', error: (err as Error).message });
+      return;
+    }
+    client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, handler, topic, payload));
+    this.client = client;
+    this.handler = handler;
+    this.cursor = undefined;
+    client.subscribe(handler.envelope.subscription, 1).catch((err) => this.log.warn('mqtt subscribe failed', { error: (err as Error).message }));
+    client.start();
+
+    const telemetry = new Telemetry({
+      assets: this.opts.assets,
+      log: this.log,
+      publish: (pid, records) => this.publishTelemetry(pid, records),
+    });
+    telemetry.start();
+    this.telemetry = telemetry;
+    this.pump();
+  }
+
+  private birthMetrics(): KuraMetric[] {
+    const c = this.config;
+    return [
+      { name: 'client_id', type: 'STRING', value: c['client-id'] },
+      { name: 'display_name', type: 'STRING', value: 'gatewayd' },
+      { name: 'application_framework', type: 'STRING', value: 'gatewayd' },
+      { name: 'application_framework_version', type: 'STRING', value: VERSION },
+      { name: 'application_ids', type: 'STRING', value: 'ASSET-V1' },
+      { name: 'payload_encoding', type: 'STRING', value: c['payload.encoding'] },
+      this.uptime(),
+    ];
+  }
+
+  private onMessage(client: MqttClient, handler: AssetV1Handler, topic: string, payload: Buffer): void {
+    if (this.activeRequests >= MAX_CONCURRENT_REQUESTS) {
+      this.log.warn('ASSET-V1 request dropped: too many requests in progress', { topic, limit: MAX_CONCURRENT_REQUESTS });
+      return;
+    }
+    this.activeRequests++;
+    handler
+      .handle(topic, payload)
+      .then(async (reply) => {
+        // Replies are QoS 0, retain false, as Kura publishes them.
+        if (reply) await client.publish(reply.topic, reply.payload, { qos: 0 });
+      })
+      .catch((err) => this.log.warn('ASSET-V1 reply not sent', { topic, error: (err as Error).message }))
+      .finally(() => this.activeRequests--);
+  }
+
+  private publishTelemetry(pid: string, records: ChannelRecord[]): void {
+    const outbox = this.outbox;
+    if (!outbox) return;
+    const c = this.config;
+    const topic = `${c['topic.context.account-name']}/${c['client-id']}/assets/${pid}`;
+    outbox
+      .enqueue(topic, encodeTelemetry(pid, records, c['payload.encoding'], this.gzip), 1)
+      .catch((err) => this.log.warn('telemetry not stored', { asset: pid, error: (err as Error).message }));
+  }
+
+  /** The oldest pending message not yet handed to the client. */
+  private nextUnhanded(outbox: Outbox): OutboxMessage | undefined {
+    for (let pass = 0; pass < 2; pass++) {
+      this.cursor ??= outbox.messages();
+      for (let r = this.cursor.next(); !r.done; r = this.cursor.next()) {
+        if (!this.handed.has(r.value.seq)) return r.value;
+      }
+      // A finished Map iterator stays finished; start over (only handed messages precede new ones).
+      this.cursor = undefined;
+    }
+    return undefined;
+  }
+
+  /** Hands pending outbox messages to the client, WINDOW at a time, oldest first. */
+  private pump(): void {
+    const outbox = this.outbox;
+    const client = this.client;
+    if (!outbox || !client) return;
+    while (this.handed.size < WINDOW) {
+      const m = this.nextUnhanded(outbox);
+      if (!m) return;
+      this.handed.add(m.seq);
+      client.publish(m.topic, m.payload, { qos: m.qos }).then(
+        () => {
+          outbox.ack(m.seq);
+          this.handed.delete(m.seq);
+          this.pump();
+        },
+        () => {
+          // The client was stopped; the message stays in the outbox for the next client.
+          this.handed.delete(m.seq);
+          this.cursor = undefined;
+        },
+      );
+    }
+  }
+
+  private async disconnect(): Promise<void> {
+    this.telemetry?.stop();
+    this.telemetry = undefined;
+    const client = this.client;
+    this.client = undefined;
+    this.handler = undefined;
+    if (client) await client.end();
+    this.handed.clear();
+    this.cursor = undefined;
+  }
+}
