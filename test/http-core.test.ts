@@ -160,7 +160,7 @@ t.test('graceful close lets an in-flight request finish', async (t) => {
 t.test('TLS listeners: client certificate required and verified on client-auth ports only', async (t) => {
   if (!haveOpenssl()) {
     if (process.env.CI === 'true') throw new Error('openssl missing under CI');
-    t.skip('openssl not installed');
+    t.plan(0, 'openssl not installed');
     return;
   }
   const pki = makePki();
