@@ -4,12 +4,18 @@
 import type { Problem } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import type { DriverInstanceConfig } from '../config/config.js';
-import { bool, isPlainObject, kind, num, oneOf, problem, str, join } from '../config/schema.js';
+import { bool, isPlainObject, kind, num, oneOf, problem, str, join, warning } from '../config/schema.js';
 import { CHANNEL_MODES, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
 
-// Names travel in URL paths, MQTT topic levels and log lines: no separators, wildcards or controls.
-export const NAME_RULE = /^[^/#+*?\s\u0000-\u001f\u007f]{1,255}$/;
-const NAME_HINT = 'names are 1-255 characters without spaces, / # + * ? or control characters';
+// Asset names travel in URL paths, MQTT topic levels and log lines: no separators, wildcards,
+// spaces or control characters.
+export const NAME_RULE = /^[^/#+*?,\s\u0000-\u001f\u007f]{1,255}$/;
+const NAME_HINT = 'asset names are 1-255 characters without spaces, / # + * ? , or control characters';
+// Kura's channel name rule (reference §4.1): no `#`, `/`, `+`, `,` or space. Kura silently ignores a
+// key with a bad name; we report it (contract §2: nothing in the file is silently ignored). Other
+// whitespace and control characters are refused too: they cannot be told apart in a log line.
+export const CHANNEL_NAME_RULE = /^[^/#+,\s\u0000-\u001f\u007f]{1,255}$/;
+const CHANNEL_NAME_HINT = 'channel names are 1-255 characters without spaces, # / + , or control characters';
 
 const GENERIC_CHANNEL_KEYS = ['enabled', 'type', 'value.type', 'scale', 'offset', 'unit', 'deadband'];
 const ASSET_KEYS = ['driver.pid', 'asset.desc', 'poll.interval', 'publish.max.interval', 'channels'];
@@ -26,7 +32,7 @@ function validateChannel(
     problem(p, path, `expected an object, got ${kind(raw)}`);
     return undefined;
   }
-  if (!NAME_RULE.test(name)) problem(p, path, NAME_HINT);
+  if (!CHANNEL_NAME_RULE.test(name)) problem(p, path, CHANNEL_NAME_HINT);
   const factory = driver ? registry.get(driver.factory) : undefined;
   const driverProps: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) {
@@ -35,22 +41,27 @@ function validateChannel(
     driverProps[k] = v;
   }
   const at = (k: string) => join(path, k);
-  const valueType = raw['value.type'] === undefined ? 'STRING' : oneOf(VALUE_TYPES)(raw['value.type'], at('value.type'), p);
-  if (raw['value.type'] === undefined) problem(p, at('value.type'), 'missing');
+  // Kura drops a channel without `+type` or `+value.type` from every listing (reference §4.1,
+  // check 47). We do the same, and say so, rather than guess a mode or a type.
+  const missing = ['type', 'value.type'].filter((k) => raw[k] === undefined);
+  if (missing.length > 0) {
+    warning(p, path, `missing ${missing.join(' and ')}: the channel is left out, as Kura does`);
+    return undefined;
+  }
+  const valueType = oneOf(VALUE_TYPES)(raw['value.type'], at('value.type'), p);
   const ch: ChannelConfig = {
     name,
     enabled: raw.enabled === undefined ? true : bool(raw.enabled, at('enabled'), p),
-    mode: raw.type === undefined ? 'READ' : oneOf(CHANNEL_MODES)(raw.type, at('type'), p),
+    mode: oneOf(CHANNEL_MODES)(raw.type, at('type'), p),
     valueType,
     scale: raw.scale === undefined ? 1 : num()(raw.scale, at('scale'), p),
     offset: raw.offset === undefined ? 0 : num()(raw.offset, at('offset'), p),
     deadband: raw.deadband === undefined ? 0 : num({ min: 0 })(raw.deadband, at('deadband'), p),
     driverProps,
   };
-  if (raw.unit !== undefined) {
-    const u = str()(raw.unit, at('unit'), p);
-    if (u !== '') ch.unit = u;
-  }
+  // Contract §5: no `unit` in descriptions and records when none is configured; an explicit ""
+  // is configured (Kura's descriptor shows "unit":"").
+  if (raw.unit !== undefined) ch.unit = str()(raw.unit, at('unit'), p);
   if (factory) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props));
   return ch;
 }

@@ -5,9 +5,10 @@ import type { DriverInstanceConfig } from '../config/config.js';
 import type { Driver, ChannelResult } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import {
-  AssetNotFoundError, type AssetConfig, type AssetService, type ChannelConfig, type ChannelRecord, type TypedValue,
+  AssetNotFoundError, type AssetConfig, type AssetService, type ChannelConfig, type ChannelRecord, type TypedValue, type ValueType,
 } from './types.js';
 import { applyScaleOffset } from './scaling.js';
+import { convertValue } from './values.js';
 
 export const DRIVER_NOT_ATTACHED = 'Driver not attached';
 
@@ -87,16 +88,35 @@ export class DriverPool {
   }
 }
 
+export interface AssetRuntimeOptions {
+  /**
+   * Safety net for a driver that never settles its promise: after this long the channels fail
+   * with a clear message and the caller (an HTTP request, a poll cycle) moves on. Drivers have
+   * their own, shorter timeouts (e.g. `modbus.timeout`); this only bounds a broken driver.
+   */
+  driverCallTimeoutMs?: number;
+}
+
+const READ_EXPECTED = 'Channel type not within expected types (READ or READ_WRITE)';
+const WRITE_EXPECTED = 'Channel type not within expected types (WRITE or READ_WRITE)';
+
 export class AssetRuntime implements AssetService {
   private assets = new Map<string, AssetConfig>();
   private pollTimers = new Map<string, NodeJS.Timeout>();
   private pollListeners = new Set<(pid: string, records: ChannelRecord[]) => void>();
+  // Single flight: identical reads of the same asset configuration in flight share one driver call
+  // (and so one bus transaction). Keyed by the config object, so a reload never joins a stale read.
+  private inflight = new WeakMap<AssetConfig, Map<string, Promise<ChannelResult[]>>>();
   private stopped = false;
+  private readonly callTimeoutMs: number;
 
   constructor(
     readonly drivers: DriverPool,
     private readonly log: Logger,
-  ) {}
+    opts: AssetRuntimeOptions = {},
+  ) {
+    this.callTimeoutMs = opts.driverCallTimeoutMs ?? 30_000;
+  }
 
   configure(assets: AssetConfig[], drivers: Record<string, DriverInstanceConfig>): void {
     this.drivers.configure(drivers);
@@ -118,63 +138,107 @@ export class AssetRuntime implements AssetService {
     return a;
   }
 
+  /**
+   * Kura's BaseAsset.read (reference §4.3): refused channels (unknown, disabled, WRITE) get a
+   * FAILURE record stamped now, in request order alongside the others; the rest go to the driver
+   * in one batch.
+   */
   async read(pid: string, names?: string[]): Promise<ChannelRecord[]> {
     const asset = this.require(pid);
     const byName = new Map(asset.channels.map((c) => [c.name, c]));
     const wanted: string[] = names
       ? [...new Set(names)]
       : asset.channels.filter((c) => c.enabled && c.mode !== 'WRITE').map((c) => c.name);
-    const records: (ChannelRecord | undefined)[] = new Array(wanted.length);
+    const records: ChannelRecord[] = new Array(wanted.length);
     const toRead: { idx: number; ch: ChannelConfig }[] = [];
     const now = Date.now();
     wanted.forEach((name, idx) => {
       const ch = byName.get(name);
-      if (!ch) records[idx] = failure(name, 'STRING', 'Channel not available', now);
-      else if (!ch.enabled) records[idx] = failure(name, ch.valueType, 'Channel is not enabled', now, ch.unit);
-      else if (ch.mode === 'WRITE') records[idx] = failure(name, ch.valueType, 'Channel type not within expected types (READ or READ_WRITE)', now, ch.unit);
+      if (!ch) records[idx] = refused(name, 'STRING', 'Channel not available', now);
+      else if (ch.mode === 'WRITE') records[idx] = refused(name, ch.valueType, READ_EXPECTED, now);
+      else if (!ch.enabled) records[idx] = refused(name, ch.valueType, 'Channel is not enabled', now);
       else toRead.push({ idx, ch });
     });
     if (toRead.length > 0) {
-      const results = await this.callDriver(asset, (d) => d.read(toRead.map((x) => x.ch)), toRead.length);
+      const results = await this.sharedRead(asset, toRead.map((x) => x.ch));
       toRead.forEach(({ idx, ch }, i) => {
-        records[idx] = toRecord(ch, results[i], true);
+        records[idx] = readRecord(ch, results[i]);
       });
     }
-    return records as ChannelRecord[];
+    return records;
   }
 
+  private sharedRead(asset: AssetConfig, channels: ChannelConfig[]): Promise<ChannelResult[]> {
+    let byKey = this.inflight.get(asset);
+    if (!byKey) this.inflight.set(asset, (byKey = new Map()));
+    const key = channels.map((c) => c.name).join('\u0000');
+    const pending = byKey.get(key);
+    if (pending) return pending;
+    const p = this.callDriver(asset, (d) => d.read(channels), channels.length);
+    byKey.set(key, p);
+    const forget = () => {
+      if (byKey!.get(key) === p) byKey!.delete(key);
+    };
+    p.then(forget, forget);
+    return p;
+  }
+
+  /**
+   * Kura's BaseAsset.write: the same refusals with the WRITE wording; values are converted to
+   * the channel's type (values.ts convertValue), and one that cannot be fails that channel alone.
+   */
   async write(pid: string, items: { name: string; value: TypedValue }[]): Promise<ChannelRecord[]> {
     const asset = this.require(pid);
     const byName = new Map(asset.channels.map((c) => [c.name, c]));
-    const records: (ChannelRecord | undefined)[] = new Array(items.length);
+    const records: ChannelRecord[] = new Array(items.length);
     const toWrite: { idx: number; ch: ChannelConfig; value: TypedValue }[] = [];
     const now = Date.now();
     items.forEach((it, idx) => {
       const ch = byName.get(it.name);
-      if (!ch) records[idx] = failure(it.name, it.value.type, 'Channel not available', now);
-      else if (!ch.enabled) records[idx] = failure(it.name, ch.valueType, 'Channel is not enabled', now, ch.unit);
-      else if (ch.mode === 'READ') records[idx] = failure(it.name, ch.valueType, 'Channel type not within expected types (WRITE or READ_WRITE)', now, ch.unit);
-      else toWrite.push({ idx, ch, value: it.value });
+      const rec = (error: string, value = it.value): ChannelRecord => ({ ...refused(it.name, value.type, error, now), value });
+      if (!ch) records[idx] = rec('Channel not available');
+      else if (ch.mode === 'READ') records[idx] = rec(WRITE_EXPECTED);
+      else if (!ch.enabled) records[idx] = rec('Channel is not enabled');
+      else {
+        const value = convertValue(it.value, ch.valueType);
+        if (typeof value === 'string') records[idx] = { name: it.name, status: 'FAILURE', valueType: it.value.type, value: it.value, error: value, timestamp: now };
+        else toWrite.push({ idx, ch, value });
+      }
     });
     if (toWrite.length > 0) {
       const results = await this.callDriver(asset, (d) => d.write(toWrite.map((x) => ({ channel: x.ch, value: x.value }))), toWrite.length);
-      toWrite.forEach(({ idx, ch }, i) => {
-        records[idx] = toRecord(ch, results[i], false);
+      toWrite.forEach(({ idx, ch, value }, i) => {
+        const res = results[i];
+        const r: ChannelRecord = { name: ch.name, status: res.ok ? 'SUCCESS' : 'FAILURE', valueType: value.type, value, timestamp: stampOf(res) };
+        if (!res.ok) r.error = res.error || 'driver error';
+        records[idx] = r;
       });
     }
-    return records as ChannelRecord[];
+    return records;
   }
 
+  /** One driver call; every way it can fail becomes per-channel failures (contract §5). */
   private async callDriver(asset: AssetConfig, op: (d: Driver) => Promise<ChannelResult[]>, n: number): Promise<ChannelResult[]> {
     const driver = this.drivers.get(asset.driverPid);
-    if (!driver) return new Array(n).fill({ ok: false, error: DRIVER_NOT_ATTACHED });
+    const failAll = (error: string): ChannelResult[] => new Array(n).fill({ ok: false, error });
+    if (!driver) return failAll(DRIVER_NOT_ATTACHED);
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const res = await op(driver);
-      if (!Array.isArray(res) || res.length !== n) throw new Error('driver returned a malformed result');
-      return res;
+      const res = await Promise.race([
+        op(driver),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`Driver ${asset.driverPid} did not answer within ${this.callTimeoutMs} ms`)), this.callTimeoutMs);
+          timer.unref?.();
+        }),
+      ]);
+      if (!Array.isArray(res) || res.length !== n) throw new Error(`Driver ${asset.driverPid} returned a malformed result`);
+      return res.map((r) => (r && typeof r === 'object' ? r : { ok: false, error: `Driver ${asset.driverPid} returned no result` }));
     } catch (err) {
-      const msg = (err as Error)?.message || 'driver error';
-      return new Array(n).fill({ ok: false, error: msg });
+      const msg = (err as Error)?.message || `Driver ${asset.driverPid} failed`;
+      this.log.debug('driver call failed', { asset: asset.pid, driver: asset.driverPid, error: msg });
+      return failAll(msg);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -187,30 +251,32 @@ export class AssetRuntime implements AssetService {
     for (const t of this.pollTimers.values()) clearTimeout(t);
     this.pollTimers.clear();
     if (this.stopped) return;
-    for (const a of this.assets.values()) if (a.pollInterval > 0) this.schedule(a.pid, a.pollInterval);
+    for (const a of this.assets.values()) if (a.pollInterval > 0) this.schedule(a, a.pollInterval);
   }
 
-  // A cycle starts only after the previous one finished: a slow device never piles up reads.
-  private schedule(pid: string, delay: number): void {
+  // One read of all readable channels per cycle (the driver coalesces it). A cycle starts only
+  // after the previous one finished, so a slow device never piles up reads; each asset has its own
+  // timer, so it never delays another asset or an HTTP request.
+  private schedule(asset: AssetConfig, delay: number): void {
     const t = setTimeout(async () => {
-      const asset = this.assets.get(pid);
-      if (!asset || this.stopped) return;
+      if (this.stopped || this.assets.get(asset.pid) !== asset) return;
       try {
-        const records = await this.read(pid);
+        const records = await this.read(asset.pid);
+        if (this.assets.get(asset.pid) !== asset) return;
         for (const l of this.pollListeners) {
           try {
-            l(pid, records);
+            l(asset.pid, records);
           } catch (err) {
-            this.log.warn('poll listener failed', { asset: pid, error: (err as Error).message });
+            this.log.warn('poll listener failed', { asset: asset.pid, error: (err as Error).message });
           }
         }
       } catch (err) {
-        this.log.warn('poll failed', { asset: pid, error: (err as Error).message });
+        this.log.warn('poll failed', { asset: asset.pid, error: (err as Error).message });
       }
-      if (this.pollTimers.get(pid) === t && this.assets.get(pid) === asset) this.schedule(pid, asset.pollInterval);
+      if (!this.stopped && this.pollTimers.get(asset.pid) === t && this.assets.get(asset.pid) === asset) this.schedule(asset, asset.pollInterval);
     }, delay);
     t.unref?.();
-    this.pollTimers.set(pid, t);
+    this.pollTimers.set(asset.pid, t);
   }
 
   async close(): Promise<void> {
@@ -221,18 +287,23 @@ export class AssetRuntime implements AssetService {
   }
 }
 
-function failure(name: string, valueType: ChannelRecord['valueType'], error: string, timestamp: number, unit?: string): ChannelRecord {
-  const r: ChannelRecord = { name, status: 'FAILURE', valueType, error, timestamp };
-  if (unit !== undefined) r.unit = unit;
-  return r;
+function stampOf(res: ChannelResult): number {
+  return (res.ok && res.timestamp) || Date.now();
 }
 
-function toRecord(ch: ChannelConfig, res: ChannelResult | undefined, isRead: boolean): ChannelRecord {
-  const ts = (res && res.ok && res.timestamp) || Date.now();
-  if (!res) return failure(ch.name, ch.valueType, 'driver returned no result', ts, ch.unit);
-  if (!res.ok) return failure(ch.name, ch.valueType, res.error || 'driver error', ts, ch.unit);
-  const value = isRead ? applyScaleOffset(res.value, ch) : res.value;
-  const r: ChannelRecord = { name: ch.name, status: 'SUCCESS', valueType: ch.valueType, value, timestamp: ts };
+function refused(name: string, valueType: ValueType, error: string, timestamp: number): ChannelRecord {
+  return { name, status: 'FAILURE', valueType, error, timestamp, refused: true };
+}
+
+function readRecord(ch: ChannelConfig, res: ChannelResult): ChannelRecord {
+  const r: ChannelRecord = { name: ch.name, status: res.ok ? 'SUCCESS' : 'FAILURE', valueType: ch.valueType, timestamp: stampOf(res) };
+  if (res.ok) {
+    const value = res.value.type === ch.valueType ? res.value : convertValue(res.value, ch.valueType);
+    if (typeof value === 'string') {
+      r.status = 'FAILURE';
+      r.error = `Driver returned ${value}`;
+    } else r.value = applyScaleOffset(value, ch);
+  } else r.error = res.error || 'driver error';
   if (ch.unit !== undefined) r.unit = ch.unit;
   return r;
 }

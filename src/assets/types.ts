@@ -45,19 +45,28 @@ export interface AssetConfig {
   channels: ChannelConfig[];
 }
 
-/** The outcome of reading or writing one channel (Kura's ChannelRecord). */
+/**
+ * The outcome of reading or writing one channel (Kura's ChannelRecord, reference §4.2).
+ * Read records: `valueType` and `unit` are the channel's; `value` only on SUCCESS, with
+ * scale/offset applied. Write records: `valueType` and `value` are what was written (in the
+ * channel's type), on SUCCESS and FAILURE alike, and there is no `unit`.
+ */
 export interface ChannelRecord {
   name: string;
   status: 'SUCCESS' | 'FAILURE';
-  /** The channel's configured value type (for unknown channels: the requested type, else STRING). */
+  /** The channel's configured value type (for unknown channels: the written value's type, else STRING). */
   valueType: ValueType;
-  /** Present on SUCCESS; on reads scale/offset are already applied. */
   value?: TypedValue;
-  /** Present on FAILURE: a message a user can act on (e.g. `Channel not found: x`). */
+  /** Present on FAILURE: a message a user can act on (e.g. `Channel not available`). */
   error?: string;
   /** Milliseconds since the epoch; never 0. */
   timestamp: number;
   unit?: string;
+  /**
+   * True when the asset refused the channel before any driver call (unknown, disabled, wrong
+   * mode). Kura's record then carries no valueType, value or unit (reference §2).
+   */
+  refused?: boolean;
 }
 
 export class AssetNotFoundError extends Error {

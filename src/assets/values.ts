@@ -1,11 +1,18 @@
-// Value conversions of the channel model (Kura's TypedValue semantics).
+// Value conversions of the channel model (Kura's TypedValue semantics, reference §2 and §4.2).
+//
+// Representation (assets/types.ts): LONG is a bigint end to end, so 64-bit values never round
+// through a double; FLOAT is a number already rounded to float32; BYTE_ARRAY is a Buffer.
 
 import type { TypedValue, ValueType } from './types.js';
 
-const F32 = new Float32Array(1);
+export const INT32_MIN = -2147483648;
+export const INT32_MAX = 2147483647;
+export const LONG_MIN = -(2n ** 63n);
+export const LONG_MAX = 2n ** 63n - 1n;
+const FLOAT_MAX = 3.4028234663852886e38;
+
 export function toFloat32(n: number): number {
-  F32[0] = n;
-  return F32[0];
+  return Math.fround(n);
 }
 
 /** The zero value of a type (what a `memory` simulator channel reads before its first write). */
@@ -21,14 +28,17 @@ export function zeroValue(type: ValueType): TypedValue {
   }
 }
 
-const INT32_MIN = -2147483648;
-const INT32_MAX = 2147483647;
-const LONG_MIN = -(2n ** 63n);
-const LONG_MAX = 2n ** 63n - 1n;
+// java.util.Base64.getDecoder(): standard alphabet, no line breaks, padding optional but, when
+// present, it must complete the last quantum.
+function isJavaBase64(s: string): boolean {
+  if (/^[A-Za-z0-9+/]*$/.test(s)) return s.length % 4 !== 1;
+  return /^[A-Za-z0-9+/]*={1,2}$/.test(s) && s.length % 4 === 0;
+}
 
 /**
  * Converts a JSON configuration value (the simulator's `initial`) to a typed value, or returns an
- * error message. LONG accepts a JSON number only when it is a safe integer, else a decimal string.
+ * error message. LONG accepts a JSON number only when it is a safe integer (JSON.parse has already
+ * rounded anything larger), else a decimal string, which stays exact.
  */
 export function fromJsonValue(type: ValueType, raw: unknown): TypedValue | string {
   switch (type) {
@@ -41,11 +51,13 @@ export function fromJsonValue(type: ValueType, raw: unknown): TypedValue | strin
     case 'LONG': {
       let v: bigint | undefined;
       if (typeof raw === 'number' && Number.isSafeInteger(raw)) v = BigInt(raw);
-      else if (typeof raw === 'string' && /^-?\d+$/.test(raw.trim())) v = BigInt(raw.trim());
-      return v !== undefined && v >= LONG_MIN && v <= LONG_MAX ? { type, value: v } : `expected a 64-bit integer for LONG`;
+      else if (typeof raw === 'string' && /^-?\d{1,19}$/.test(raw.trim())) v = BigInt(raw.trim());
+      return v !== undefined && v >= LONG_MIN && v <= LONG_MAX
+        ? { type, value: v }
+        : `expected a 64-bit integer for LONG (a JSON number up to 2^53, or a decimal string)`;
     }
     case 'FLOAT':
-      return typeof raw === 'number' && Number.isFinite(raw) && Math.abs(raw) <= 3.4028234663852886e38
+      return typeof raw === 'number' && Number.isFinite(raw) && Math.abs(raw) <= FLOAT_MAX
         ? { type, value: toFloat32(raw) }
         : `expected a number in float32 range for FLOAT`;
     case 'DOUBLE':
@@ -53,13 +65,13 @@ export function fromJsonValue(type: ValueType, raw: unknown): TypedValue | strin
     case 'STRING':
       return typeof raw === 'string' ? { type, value: raw } : `expected a string for STRING`;
     case 'BYTE_ARRAY':
-      return typeof raw === 'string' && /^[A-Za-z0-9+/]*={0,2}$/.test(raw) && raw.length % 4 === 0
+      return typeof raw === 'string' && isJavaBase64(raw)
         ? { type, value: Buffer.from(raw, 'base64') }
         : `expected base64 text for BYTE_ARRAY`;
   }
 }
 
-/** A numeric view of a value (for scale/offset, deadband, simulation); undefined for non-numeric. */
+/** A numeric view of a value (for deadband, simulation); undefined for non-numeric. */
 export function numericOf(v: TypedValue): number | undefined {
   switch (v.type) {
     case 'INTEGER':
@@ -77,7 +89,7 @@ export function numericOf(v: TypedValue): number | undefined {
 export function fromNumber(type: ValueType, n: number): TypedValue {
   switch (type) {
     case 'INTEGER': return { type, value: Math.max(INT32_MIN, Math.min(INT32_MAX, Math.trunc(n))) | 0 };
-    case 'LONG': return { type, value: BigInt(Math.trunc(n)) };
+    case 'LONG': return { type, value: Number.isFinite(n) ? BigInt.asIntN(64, BigInt(Math.trunc(n))) : 0n };
     case 'FLOAT': return { type, value: toFloat32(n) };
     case 'DOUBLE': return { type, value: n };
     case 'BOOLEAN': return { type, value: n !== 0 };
@@ -86,11 +98,146 @@ export function fromNumber(type: ValueType, n: number): TypedValue {
   }
 }
 
-/** JSON text of a typed value for REST output: LONG exact (no double), BYTE_ARRAY base64. */
+/** Java's Double.toString: plain decimal in [1e-3, 1e7) with at least one fraction digit, else `d.dddE±n`. */
+export function javaDoubleText(d: number): string {
+  if (Number.isNaN(d)) return 'NaN';
+  if (d === Infinity) return 'Infinity';
+  if (d === -Infinity) return '-Infinity';
+  if (d === 0) return Object.is(d, -0) ? '-0.0' : '0.0';
+  const abs = Math.abs(d);
+  if (abs >= 1e-3 && abs < 1e7) {
+    // Same shortest round-trip digits as JS; JS never uses an exponent in this range.
+    const s = String(d);
+    return s.includes('.') ? s : `${s}.0`;
+  }
+  const [mant, exp] = d.toExponential().split('e') as [string, string];
+  return `${mant.includes('.') ? mant : `${mant}.0`}E${exp.replace('+', '')}`;
+}
+
+/** Java's Float.toString: the shortest digits that identify the float32 (`0.1`, not `0.10000000149011612`). */
+export function javaFloatText(f: number): string {
+  if (!Number.isFinite(f) || f === 0) return javaDoubleText(f);
+  for (let p = 1; p <= 9; p++) {
+    const n = Number(f.toPrecision(p));
+    if (Math.fround(n) === f) return javaDoubleText(n);
+  }
+  return javaDoubleText(f);
+}
+
+/**
+ * JSON text of a value for REST output (reference §2, ChannelRecord): INTEGER and LONG as JSON
+ * integers (LONG exact, never through a double), FLOAT and DOUBLE in Java `toString` form (`1.0E7`
+ * is valid JSON), BOOLEAN, STRING, BYTE_ARRAY as padded base64. NaN and ±Infinity have no JSON
+ * number form (Gson would fail the whole response): they are written as the strings "NaN" etc.
+ */
 export function valueToJson(v: TypedValue): string {
   switch (v.type) {
     case 'LONG': return v.value.toString();
+    case 'INTEGER': return String(v.value);
+    case 'FLOAT': return Number.isFinite(v.value) ? javaFloatText(v.value) : JSON.stringify(javaFloatText(v.value));
+    case 'DOUBLE': return Number.isFinite(v.value) ? javaDoubleText(v.value) : JSON.stringify(javaDoubleText(v.value));
     case 'BYTE_ARRAY': return JSON.stringify(v.value.toString('base64'));
-    default: return JSON.stringify(v.value);
+    case 'BOOLEAN': return v.value ? 'true' : 'false';
+    case 'STRING': return JSON.stringify(v.value);
+  }
+}
+
+/** Java's text of a value (`String.valueOf`), base64 for BYTE_ARRAY. */
+export function valueText(v: TypedValue): string {
+  switch (v.type) {
+    case 'FLOAT': return javaFloatText(v.value);
+    case 'DOUBLE': return javaDoubleText(v.value);
+    case 'BYTE_ARRAY': return v.value.toString('base64');
+    default: return String(v.value);
+  }
+}
+
+// Double.parseDouble after trimming: decimal with optional exponent and f/F/d/D suffix, NaN, Infinity.
+const JAVA_DECIMAL = /^[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)$/;
+
+/** Kura's message for text that is no value of the type (TypedValues.parseTypedValue). */
+export function notConvertible(text: string, type: ValueType): string {
+  return `${text} cannot be converted into a TypedValue of type ${type}`;
+}
+
+/**
+ * Parses text as Kura's TypedValues.parseTypedValue does (reference §2): Integer.parseInt,
+ * Long.parseLong (exact, via BigInt), Float/Double.parseDouble, Boolean.parseBoolean (anything but
+ * a case-insensitive "true" is false, never an error), the strict Base64 decoder. Returns the value
+ * or Kura's error message. NaN and infinities are refused unless `allowNonFinite`: the REST API
+ * could not echo them as JSON numbers.
+ */
+export function parseValueText(type: ValueType, text: string, allowNonFinite = false): TypedValue | string {
+  const fail = notConvertible(text, type);
+  switch (type) {
+    case 'BOOLEAN':
+      return { type, value: text.toLowerCase() === 'true' };
+    case 'INTEGER': {
+      if (!/^[+-]?\d+$/.test(text)) return fail;
+      const n = BigInt(text);
+      return n >= BigInt(INT32_MIN) && n <= BigInt(INT32_MAX) ? { type, value: Number(n) } : fail;
+    }
+    case 'LONG': {
+      if (!/^[+-]?\d+$/.test(text)) return fail;
+      const n = BigInt(text);
+      return n >= LONG_MIN && n <= LONG_MAX ? { type, value: n } : fail;
+    }
+    case 'FLOAT':
+    case 'DOUBLE': {
+      // Java trims ASCII control characters and spaces before parsing.
+      const s = text.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
+      if (!JAVA_DECIMAL.test(s)) return fail;
+      const d = Number(s.replace(/[fFdD]$/, ''));
+      const v = type === 'FLOAT' ? toFloat32(d) : d;
+      if (!allowNonFinite && !Number.isFinite(v)) return fail;
+      return { type, value: v };
+    }
+    case 'STRING':
+      return { type, value: text };
+    case 'BYTE_ARRAY':
+      return isJavaBase64(text) ? { type, value: Buffer.from(text, 'base64') } : fail;
+  }
+}
+
+/**
+ * Converts a value to a channel's type for a write. Kura hands the requested value to the driver,
+ * which converts; our drivers receive values in the channel's type, so the conversion is here, and
+ * it is exact or it fails: integers must fit, a LONG never goes through a double unless the target
+ * is FLOAT/DOUBLE. To and from BOOLEAN the rules are Kura's GPIO driver's (§4.5): a number is true
+ * when > 0, a byte array when not all zeros, and true/false read as 1/0. Returns an error message
+ * when there is no sensible conversion.
+ */
+export function convertValue(v: TypedValue, target: ValueType): TypedValue | string {
+  if (v.type === target) return v;
+  const fail = `a ${v.type} value cannot be written to a ${target} channel`;
+  if (v.type === 'STRING') return parseValueText(target, v.value);
+  if (target === 'STRING') return { type: target, value: valueText(v) };
+  if (target === 'BOOLEAN') {
+    switch (v.type) {
+      case 'LONG': return { type: target, value: v.value > 0n };
+      case 'BYTE_ARRAY': return { type: target, value: v.value.some((b) => b !== 0) };
+      default: return { type: target, value: Number(v.value) > 0 };
+    }
+  }
+  if (v.type === 'BYTE_ARRAY' || target === 'BYTE_ARRAY') return fail;
+  // Numeric (or BOOLEAN as 1/0) to numeric.
+  const big: bigint | undefined =
+    v.type === 'LONG' ? v.value : v.type === 'BOOLEAN' ? (v.value ? 1n : 0n) : Number.isInteger(v.value) ? BigInt(v.value) : undefined;
+  const num: number = v.type === 'LONG' ? Number(v.value) : v.type === 'BOOLEAN' ? (v.value ? 1 : 0) : v.value;
+  switch (target) {
+    case 'INTEGER':
+      return big !== undefined && big >= BigInt(INT32_MIN) && big <= BigInt(INT32_MAX)
+        ? { type: target, value: Number(big) }
+        : `${valueText(v)} does not fit a ${target} channel`;
+    case 'LONG':
+      return big !== undefined && big >= LONG_MIN && big <= LONG_MAX
+        ? { type: target, value: big }
+        : `${valueText(v)} does not fit a ${target} channel`;
+    case 'FLOAT':
+      return Math.abs(num) <= FLOAT_MAX || !Number.isFinite(num)
+        ? { type: target, value: toFloat32(num) }
+        : `${valueText(v)} does not fit a ${target} channel`;
+    case 'DOUBLE':
+      return { type: target, value: num };
   }
 }
