@@ -112,6 +112,7 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
       return;
     }
     const target = deploy.incomingPath();
+    let out: fs.WriteStream | undefined;
     let writing: Promise<void> | undefined;
     let filename = '';
     let tooLarge = false;
@@ -121,6 +122,8 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
       settled = true;
       ctx.req.unpipe(bb);
       ctx.req.resume();
+      // The part will never end now; close the file ourselves before removing it.
+      out?.destroy();
       void (writing ?? Promise.resolve()).catch(() => {}).then(() => fsp.rm(target, { force: true }));
       reject(err);
     };
@@ -134,13 +137,15 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
         tooLarge = true;
         fail(new HttpError(413, `Upload larger than ${max} bytes`));
       });
-      const out = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
+      const file = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
+      out = file;
       writing = new Promise<void>((res, rej) => {
-        out.on('finish', res);
-        out.on('error', rej);
+        file.on('finish', res);
+        file.on('close', () => rej(new Error('upload file closed early')));
+        file.on('error', rej);
         stream.on('error', rej);
       });
-      stream.pipe(out);
+      stream.pipe(file);
     });
     bb.on('error', () => fail(new HttpError(400, 'Bad request: malformed multipart/form-data')));
     bb.on('close', () => {

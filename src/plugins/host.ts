@@ -37,10 +37,9 @@ export interface LoadablePackage {
   extensions: string[];
 }
 
-// The bundle is CommonJS (build/build.mjs), where esbuild rewrites `import()` into `require()`,
-// which cannot load ES modules. A Function-built `import()` is left alone by the bundler and works
-// from CommonJS and ES modules alike (Node >= 12.17).
-const nativeImport = new Function('url', 'return import(url)') as (url: string) => Promise<unknown>;
+// The bundle is an ES module (build/build.mjs), and esbuild leaves an `import()` of a computed
+// specifier alone, so the same native dynamic import loads extensions in the bundle and under tap.
+const nativeImport = (url: string): Promise<unknown> => import(url);
 
 interface Running {
   pkg: LoadablePackage;
