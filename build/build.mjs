@@ -23,7 +23,7 @@ await build({
   legalComments: 'none',
   sourcemap: false,
   // mqtt-packet pulls readable-stream through bl; Node's own stream is the same API.
-  alias: { 'readable-stream': 'node:stream' },
+  alias: { 'readable-stream': 'node:stream', debug: path.join(root, 'build', 'shims', 'debug.cjs') },
   define: { __GATEWAYD_VERSION__: JSON.stringify(pkg.version) },
   logLevel: 'warning',
 });

@@ -12,6 +12,7 @@ import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
 import { AssetRuntime, DriverPool } from './assets/service.js';
 import { mountAssetsApi } from './api/assets.js';
+import { MqttService } from './mqtt/service.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -51,6 +52,10 @@ export class Daemon {
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     mountAssetsApi(this.http, { assets: this.assets, log: this.log });
     await this.listen();
+    // MQTT connects in the background: readiness does not wait for the broker (contract §5).
+    const mqtt = new MqttService({ config: cfg.mqtt, assets: this.assets, dataDir: cfg.dataDir, log: this.log });
+    await mqtt.start();
+    this.components.push({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
     const ports = this.http.listeners().map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`).join(',');
     this.log.always('gatewayd ready', { version: VERSION, ports, pid: process.pid });
   }
