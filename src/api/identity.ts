@@ -1,0 +1,125 @@
+// Identity API v1, `/services/identity/v1` (kura/session-auth.md §12): password requirements and
+// defined permissions for anyone, identity management with role `identity`. Errors are `{message}`.
+
+import { jsonFamily, type HttpServer } from '../http/server.js';
+import { HttpError, type RequestContext } from '../http/context.js';
+import { readJson } from '../http/body.js';
+import { IdentityError, IDENTITY_NAME, type Identity, type IdentityChanges } from '../auth/identity-store.js';
+import { passwordFailures, requirementsOf } from '../auth/password-policy.js';
+import type { AuthLayer } from '../auth/layer.js';
+
+const BASE = '/services/identity/v1';
+const ROLE = 'identity';
+
+/** The permissions this daemon checks, plus any an identity holds. */
+export const KNOWN_PERMISSIONS = ['kura.admin', 'rest.assets', 'rest.deploy', 'rest.identity'];
+
+const PERMISSION = /^[A-Za-z0-9_.-]{1,128}$/;
+
+// Kura's IdentityDTO shape and key order.
+function dto(i: Identity) {
+  return { userName: i.name, passwordAuthEnabled: i.passwordHash !== undefined, passwordChangeNeeded: i.passwordChangeNeeded, permissions: [...i.permissions] };
+}
+
+const bad = (reason: string) => new HttpError(400, `Bad request. ${reason}`);
+
+function object(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw bad('the body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+function userName(o: Record<string, unknown>): string {
+  const n = o.userName;
+  if (typeof n !== 'string' || n.trim() === '') throw bad('userName is required');
+  return n;
+}
+
+/** The optional fields of a create/update body, type-checked. */
+function changes(o: Record<string, unknown>): IdentityChanges {
+  const c: IdentityChanges = {};
+  if (o.password !== undefined && o.password !== null) {
+    if (typeof o.password !== 'string' || o.password === '') throw bad('password must be a non-empty string');
+    c.password = o.password;
+  }
+  for (const k of ['passwordAuthEnabled', 'passwordChangeNeeded'] as const) {
+    if (o[k] !== undefined && o[k] !== null) {
+      if (typeof o[k] !== 'boolean') throw bad(`${k} must be true or false`);
+      c[k] = o[k] as boolean;
+    }
+  }
+  if (o.permissions !== undefined && o.permissions !== null) {
+    if (!Array.isArray(o.permissions) || !o.permissions.every((p) => typeof p === 'string' && PERMISSION.test(p))) {
+      throw bad('permissions must be an array of permission names');
+    }
+    c.permissions = o.permissions as string[];
+  }
+  return c;
+}
+
+export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
+  const family = jsonFamily('identity');
+  const route = (method: string, path: string, h: (ctx: RequestContext) => Promise<void> | void, role?: string) => server.route(method, `${BASE}${path}`, family, h, role);
+  const body = async (ctx: RequestContext) => object(await readJson(ctx, { requireJsonType: true, limit: 64 * 1024 }));
+  const notFound = () => new HttpError(404, 'Identity does not exist');
+  const checkStrength = (c: IdentityChanges) => {
+    if (c.password === undefined || c.passwordAuthEnabled === false) return;
+    // §11: all rules are checked here, one generic message (Kura's spelling).
+    if (passwordFailures(c.password, requirementsOf(auth.console)).length > 0) throw bad('password strenght requirements not satisfied');
+  };
+  const mapErrors = (err: unknown): never => {
+    if (err instanceof IdentityError) {
+      if (err.code === 'not-found') throw notFound();
+      throw bad(err.message);
+    }
+    throw err;
+  };
+
+  route('GET', '/passwordRequirements', (ctx) => ctx.json(200, requirementsOf(auth.console)));
+
+  route('GET', '/definedPermissions', (ctx) => {
+    const all = new Set(KNOWN_PERMISSIONS);
+    for (const i of auth.identities.list()) for (const p of i.permissions) all.add(p);
+    ctx.json(200, { permissions: [...all] });
+  });
+
+  route('GET', '/identities', (ctx) => ctx.json(200, { userConfig: auth.identities.list().map(dto) }), ROLE);
+
+  route('POST', '/identities/byName', async (ctx) => {
+    const id = auth.identities.get(userName(await body(ctx)));
+    if (!id) throw notFound();
+    ctx.json(200, dto(id));
+  }, ROLE);
+
+  route('POST', '/identities', async (ctx) => {
+    const o = await body(ctx);
+    const name = userName(o);
+    if (!IDENTITY_NAME.test(name)) throw bad('identity names are 1-64 characters of A-Z a-z 0-9 _ . @ -');
+    const c = changes(o);
+    if (c.passwordAuthEnabled === true && c.password === undefined) throw bad('passwordAuthEnabled needs a password');
+    if (auth.identities.get(name)) throw bad(`Identity ${name} already exists`);
+    checkStrength(c);
+    await auth.identities.create(name, c).catch(mapErrors);
+    auth.log.info('identity created', { identity: name, by: ctx.principal?.name });
+    ctx.empty(200);
+  }, ROLE);
+
+  route('PUT', '/identities', async (ctx) => {
+    const o = await body(ctx);
+    const name = userName(o);
+    const c = changes(o);
+    const cur = auth.identities.get(name);
+    if (!cur) throw notFound();
+    if (c.passwordAuthEnabled === true && c.password === undefined && cur.passwordHash === undefined) throw bad('passwordAuthEnabled needs a password');
+    checkStrength(c);
+    await auth.identities.update(name, c).catch(mapErrors);
+    auth.log.info('identity updated', { identity: name, by: ctx.principal?.name });
+    ctx.empty(200);
+  }, ROLE);
+
+  route('DELETE', '/identities', async (ctx) => {
+    const name = userName(await body(ctx));
+    await auth.identities.delete(name).catch(mapErrors);
+    auth.log.info('identity deleted', { identity: name, by: ctx.principal?.name });
+    ctx.empty(200);
+  }, ROLE);
+}

@@ -1,0 +1,79 @@
+// Brute-force throttling of password attempts (contract §5, `rest.login.throttle.max.delay`).
+//
+// Each failed password attempt for an identity name, and from a client address, opens a window
+// during which further password attempts for that name / from that address are refused without
+// being checked (same 401 as a wrong password, and no scrypt spent). The window doubles with every
+// failure after a few free ones, up to the configured maximum; once it has passed the correct
+// password works again. Attempts refused inside a window do not count, so an attacker cannot push
+// a legitimate user's lockout beyond the maximum. Certificates are never throttled (they do not go
+// through here). A success clears the identity's record (not the address's: a valid account must
+// not reset an address that is guessing other names).
+
+import { monotonicMs } from './session-store.js';
+
+const BASE_DELAY_MS = 250;
+/** Failures allowed before any delay: a typo or two costs nothing. */
+const FREE_PER_IDENTITY = 2;
+// Many users may share one address (NAT); an address gets more free failures.
+const FREE_PER_ADDRESS = 10;
+/** Records forgotten after this long without a failure. */
+const FORGET_MS = 15 * 60_000;
+const MAX_RECORDS = 10_000;
+
+interface Attempts {
+  failures: number;
+  until: number;
+  last: number;
+}
+
+export class LoginThrottle {
+  private byName = new Map<string, Attempts>();
+  private byAddress = new Map<string, Attempts>();
+
+  constructor(
+    /** ms; 0 disables throttling. */
+    public maxDelayMs: number,
+    private readonly now: () => number = monotonicMs,
+  ) {}
+
+  /** Milliseconds until an attempt for `name` from `address` may be checked (0: now). */
+  wait(name: string, address: string): number {
+    if (this.maxDelayMs <= 0) return 0;
+    const t = this.now();
+    const a = this.live(this.byName, name, t);
+    const b = this.live(this.byAddress, address, t);
+    return Math.max(0, (a?.until ?? 0) - t, (b?.until ?? 0) - t);
+  }
+
+  failed(name: string, address: string): void {
+    if (this.maxDelayMs <= 0) return;
+    const t = this.now();
+    this.bump(this.byName, name, t, FREE_PER_IDENTITY);
+    this.bump(this.byAddress, address, t, FREE_PER_ADDRESS);
+  }
+
+  succeeded(name: string): void {
+    this.byName.delete(name);
+  }
+
+  private live(m: Map<string, Attempts>, key: string, t: number): Attempts | undefined {
+    const r = m.get(key);
+    if (r && t - r.last > FORGET_MS) {
+      m.delete(key);
+      return undefined;
+    }
+    return r;
+  }
+
+  private bump(m: Map<string, Attempts>, key: string, t: number, free: number): void {
+    const r = this.live(m, key, t) ?? { failures: 0, until: 0, last: t };
+    r.failures++;
+    r.last = t;
+    const over = r.failures - free;
+    if (over > 0) r.until = t + Math.min(this.maxDelayMs, BASE_DELAY_MS * 2 ** Math.min(over - 1, 20));
+    m.delete(key);
+    m.set(key, r);
+    // Bounded: a flood of random names must not grow memory without limit.
+    while (m.size > MAX_RECORDS) m.delete(m.keys().next().value!);
+  }
+}
