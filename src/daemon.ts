@@ -12,6 +12,9 @@ import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
 import { AssetRuntime, DriverPool } from './assets/service.js';
 import { mountAssetsApi } from './api/assets.js';
+import { AuthLayer } from './auth/layer.js';
+import { mountSessionApi } from './api/session.js';
+import { mountIdentityApi } from './api/identity.js';
 import { MqttService } from './mqtt/service.js';
 
 export interface DaemonOptions {
@@ -32,6 +35,8 @@ export class Daemon {
   readonly registry: DriverRegistry;
   readonly http: HttpServer;
   readonly assets: AssetRuntime;
+  /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
+  auth: AuthLayer | undefined;
   private components: Component[] = [];
   private stopping: Promise<void> | undefined;
   config: Config;
@@ -48,6 +53,11 @@ export class Daemon {
   async start(): Promise<void> {
     const cfg = this.config;
     openDataDir(cfg.dataDir, VERSION);
+    // Auth first: its stages (allowed ports, authentication, roles) guard every route mounted later.
+    const auth = (this.auth = await AuthLayer.start(cfg, this.http, this.log));
+    this.components.push(auth);
+    mountSessionApi(this.http, auth);
+    mountIdentityApi(this.http, auth);
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     mountAssetsApi(this.http, { assets: this.assets, log: this.log });
