@@ -147,7 +147,9 @@ export class PackageStore {
         const e = zip.get(ext);
         if (!e || e.isDirectory) throw new PackageError(`Gatewayd-Extension ${ext} is not a file in the package`);
       }
-      await this.opts.check?.(zip, manifest);
+      await this.opts.check?.(zip, manifest).catch((err) => {
+        throw asPackageError(err);
+      });
 
       await extract(zip, staging, manifest);
       const dirName = `${manifest.name}_${manifest.version}_${id}`;
