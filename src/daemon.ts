@@ -16,6 +16,7 @@ import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
 import { mountIdentityApi } from './api/identity.js';
 import { MqttService } from './mqtt/service.js';
+import { startDeployment } from './deploy/component.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -61,6 +62,8 @@ export class Daemon {
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     mountAssetsApi(this.http, { assets: this.assets, log: this.log });
+    // Installed packages start (and register their drivers) before the listeners accept.
+    this.components.push(await startDeployment({ server: this.http, dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, log: this.log }));
     await this.listen();
     // MQTT connects in the background: readiness does not wait for the broker (contract §5).
     const mqtt = new MqttService({ config: cfg.mqtt, assets: this.assets, dataDir: cfg.dataDir, log: this.log });
