@@ -11,7 +11,9 @@ export class JsonNumber {
 
 export type ExactJson = null | boolean | string | JsonNumber | ExactJson[] | { [key: string]: ExactJson };
 
-export class JsonSyntaxError extends Error {}
+export class JsonSyntaxError extends Error {
+  override name = 'JsonSyntaxError';
+}
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 

@@ -1,6 +1,12 @@
 // The simulator driver: the reference implementation of the driver interface (drivers/driver.ts),
 // and what the demo asset runs on. Channel property `simulation`:
 // constant (with `initial`), counter, sine, random, memory (the default: holds the last written value).
+// Extension: channel property `delay` (ms, default 0) makes a batch that contains the channel take
+// that long, like a slow device on a bus (the batch waits for its slowest channel, once).
+//
+// As the reference driver it shows the contract of drivers/driver.ts: one result per channel in
+// input order, per-channel failures as results, one call = one "transaction" (a `counter` channel
+// advances once per call, so callers can see that concurrent reads were shared), and close().
 
 import type { ChannelConfig, TypedValue, ValueType } from '../../assets/types.js';
 import { fromJsonValue, fromNumber, zeroValue } from '../../assets/values.js';
@@ -45,13 +51,22 @@ class SimulatorDriver implements Driver {
     }
   }
 
+  private async latency(channels: ChannelConfig[]): Promise<void> {
+    const ms = Math.max(0, ...channels.map((c) => (typeof c.driverProps.delay === 'number' ? c.driverProps.delay : 0)));
+    if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+  }
+
   async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
+    if (this.closed) throw new Error('Driver not attached');
+    await this.latency(channels);
     if (this.closed) throw new Error('Driver not attached');
     const now = Date.now();
     return channels.map((ch) => ({ ok: true, value: this.produce(ch), timestamp: now }));
   }
 
   async write(requests: WriteRequest[]): Promise<ChannelResult[]> {
+    if (this.closed) throw new Error('Driver not attached');
+    await this.latency(requests.map((r) => r.channel));
     if (this.closed) throw new Error('Driver not attached');
     const now = Date.now();
     return requests.map((r) => {
@@ -70,7 +85,7 @@ class SimulatorDriver implements Driver {
 export const simulatorFactory: DriverFactory = {
   name: 'simulator',
   instanceKeys: [],
-  channelKeys: ['simulation', 'initial'],
+  channelKeys: ['simulation', 'initial', 'delay'],
   validateInstance: () => [],
   validateChannel(props, valueType, path) {
     const problems: Problem[] = [];
@@ -80,6 +95,10 @@ export const simulatorFactory: DriverFactory = {
     }
     if ((sim === 'sine' || sim === 'counter' || sim === 'random') && !NUMERIC.includes(valueType) && valueType !== 'BOOLEAN') {
       problems.push({ path: `${path}.simulation`, message: `${sim} needs a numeric or BOOLEAN value.type, not ${valueType}` });
+    }
+    const delay = props.delay;
+    if (delay !== undefined && (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > 60_000)) {
+      problems.push({ path: `${path}.delay`, message: 'expected milliseconds, an integer 0-60000' });
     }
     if (props.initial !== undefined) {
       const v = fromJsonValue(valueType, props.initial);
