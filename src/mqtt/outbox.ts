@@ -88,6 +88,8 @@ export interface OutboxStats {
   pending: number;
   dropped: number;
   recoveredBytesDiscarded: number;
+  /** fsyncs of the log so far (batching keeps this far below the message count). */
+  syncs: number;
 }
 
 export class Outbox {
@@ -103,6 +105,7 @@ export class Outbox {
   private fileRecords = 0;
   private dropped = 0;
   private discarded = 0;
+  private syncs = 0;
   private closed = false;
   private listeners = new Set<() => void>();
 
@@ -201,7 +204,7 @@ export class Outbox {
   }
 
   stats(): OutboxStats {
-    return { pending: this.pending.size, dropped: this.dropped, recoveredBytesDiscarded: this.discarded };
+    return { pending: this.pending.size, dropped: this.dropped, recoveredBytesDiscarded: this.discarded, syncs: this.syncs };
   }
 
   private enforceBound(): void {
@@ -258,6 +261,7 @@ export class Outbox {
     if (!this.fh) throw new Error('outbox not open');
     await this.fh.write(Buffer.concat(records));
     await this.fh.sync();
+    this.syncs++;
     this.fileRecords += records.length;
   }
 
@@ -272,6 +276,7 @@ export class Outbox {
     await this.fh?.close();
     this.fh = undefined;
     await writeFileAtomic(this.file, Buffer.concat(live));
+    this.syncs++;
     this.fh = await fsp.open(this.file, 'a', 0o600);
     this.fileRecords = live.length;
   }

@@ -81,9 +81,7 @@ export class MqttService {
     await this.disconnect();
     this.config = next;
     if (!next.enabled) {
-      await this.outbox?.close();
-      this.outbox = undefined;
-      this.unlistenOutbox?.();
+      await this.closeOutbox();
       this.log.info('mqtt disabled');
       return;
     }
@@ -94,15 +92,14 @@ export class MqttService {
 
   /** DC message, clean DISCONNECT, outbox flushed to disk. */
   async stop(): Promise<void> {
+    // Telemetry first (synchronously), so no poll cycle lands in a closing outbox.
+    this.telemetry?.stop();
     await this.disconnect();
-    this.unlistenOutbox?.();
-    this.unlistenOutbox = undefined;
-    await this.outbox?.close();
-    this.outbox = undefined;
+    await this.closeOutbox();
   }
 
   stats(): OutboxStats & { connected: boolean } {
-    return { ...(this.outbox?.stats() ?? { pending: 0, dropped: 0, recoveredBytesDiscarded: 0 }), connected: this.client?.isConnected ?? false };
+    return { ...(this.outbox?.stats() ?? { pending: 0, dropped: 0, recoveredBytesDiscarded: 0, syncs: 0 }), connected: this.client?.isConnected ?? false };
   }
 
   get isConnected(): boolean {
@@ -121,6 +118,23 @@ export class MqttService {
     await outbox.open();
     this.outbox = outbox;
     this.unlistenOutbox = outbox.onEnqueue(() => this.pump());
+    // Telemetry lives as long as the outbox: a reconnection (or SIGHUP) loses no poll cycle.
+    const telemetry = new Telemetry({
+      assets: this.opts.assets,
+      log: this.log,
+      publish: (pid, records) => this.publishTelemetry(pid, records),
+    });
+    telemetry.start();
+    this.telemetry = telemetry;
+  }
+
+  private async closeOutbox(): Promise<void> {
+    this.telemetry?.stop();
+    this.telemetry = undefined;
+    this.unlistenOutbox?.();
+    this.unlistenOutbox = undefined;
+    await this.outbox?.close();
+    this.outbox = undefined;
   }
 
   private topicBase(): string {
@@ -202,14 +216,6 @@ export class MqttService {
     this.cursor = undefined;
     client.subscribe(handler.envelope.subscription, 1).catch((err) => this.log.warn('mqtt subscribe failed', { error: (err as Error).message }));
     client.start();
-
-    const telemetry = new Telemetry({
-      assets: this.opts.assets,
-      log: this.log,
-      publish: (pid, records) => this.publishTelemetry(pid, records),
-    });
-    telemetry.start();
-    this.telemetry = telemetry;
     this.pump();
   }
 
@@ -290,8 +296,6 @@ export class MqttService {
   }
 
   private async disconnect(): Promise<void> {
-    this.telemetry?.stop();
-    this.telemetry = undefined;
     const client = this.client;
     this.client = undefined;
     this.handler = undefined;

@@ -24,7 +24,8 @@ interface Published {
 }
 
 interface AssetState {
-  lastPublishAt: number;
+  /** Undefined until the first publication. */
+  lastPublishAt?: number;
   channels: Map<string, Published>;
 }
 
@@ -125,10 +126,11 @@ export class Telemetry {
     const now = (this.opts.now ?? Date.now)();
     let st = this.state.get(pid);
     if (!st) {
-      st = { lastPublishAt: 0, channels: new Map() };
+      st = { channels: new Map() };
       this.state.set(pid, st);
     }
-    const heartbeat = st.lastPublishAt === 0 || (asset.publishMaxInterval > 0 && now - st.lastPublishAt >= asset.publishMaxInterval);
+    const heartbeat =
+      st.lastPublishAt === undefined || (asset.publishMaxInterval > 0 && now - st.lastPublishAt >= asset.publishMaxInterval);
     const deadbands = new Map(asset.channels.map((c) => [c.name, c.deadband]));
     const out: ChannelRecord[] = [];
     for (const r of records) {
