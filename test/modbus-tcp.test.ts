@@ -92,6 +92,21 @@ if (havePeers(t, 'pymodbus')) {
     t.same(await dev.get(1, 'co', 7, 1), [1]);
   });
 
+  t.test('a write queued behind a burst of reads goes in its turn, not after later reads', async (t) => {
+    const driver = create(t);
+    await dev.mode({ delayMs: 15 });
+    t.teardown(() => dev.mode({}));
+    const done: string[] = [];
+    const track = (label: string, p: Promise<unknown>) => p.then(() => done.push(label));
+    const jobs: Promise<unknown>[] = [];
+    for (let i = 0; i < 5; i++) jobs.push(track(`r${i}`, driver.read([hr(600 + i, 'INT16')])));
+    jobs.push(track('w', driver.write([{ channel: hr(650, 'INT16'), value: { type: 'INTEGER', value: 9 } }])));
+    for (let i = 5; i < 10; i++) jobs.push(track(`r${i}`, driver.read([hr(600 + i, 'INT16')])));
+    await Promise.all(jobs);
+    t.same(done, ['r0', 'r1', 'r2', 'r3', 'r4', 'w', 'r5', 'r6', 'r7', 'r8', 'r9']);
+    t.same(await dev.get(1, 'hr', 649, 1), [9]);
+  });
+
   t.test('exceptions and impossible writes are per-channel errors', async (t) => {
     const driver = create(t);
     const r = await driver.read([

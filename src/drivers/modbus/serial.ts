@@ -1,7 +1,10 @@
 // Modbus RTU transport over a serial line opened as a file and configured with `stty`
 // (Modbus over Serial Line V1.02 §2.5). The port is opened on first use and reopened with backoff
-// after an I/O error (e.g. a USB adapter unplugged). Frames end at CRC-valid boundaries; bytes that
-// form no valid response (noise, late answers, bad CRCs) are discarded and counted.
+// after an I/O error (e.g. a USB adapter unplugged). The 3.5-character silence is kept before each
+// request; a response is recognised by its unit, function, implied length and CRC rather than by
+// timing alone, because a user-space process cannot time a 1.75 ms silence reliably (a pty, a USB
+// adapter and the event loop all batch bytes). Bytes that form no valid response (noise, late
+// answers, bad CRCs) are discarded and counted.
 
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
