@@ -122,10 +122,13 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
       settled = true;
       ctx.req.unpipe(bb);
       ctx.req.resume();
-      // The part will never end now; close the file ourselves before removing it.
+      // The part will never end now; close the file ourselves, and answer once it is removed.
       out?.destroy();
-      void (writing ?? Promise.resolve()).catch(() => {}).then(() => fsp.rm(target, { force: true }));
-      reject(err);
+      void (writing ?? Promise.resolve())
+        .catch(() => {})
+        .then(() => fsp.rm(target, { force: true }))
+        .catch(() => {})
+        .then(() => reject(err));
     };
     bb.on('file', (field, stream, info) => {
       if (field !== 'file' || writing) {
