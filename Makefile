@@ -40,5 +40,14 @@ test: deps test-deps build typecheck
 
 check: test
 
+# Benchmarks against baselines in the same run (issue 8): bench/results.json and bench/RESULTS.md.
+# BENCH_ARGS: --only http,modbus,mqtt,footprint  --repeats N  --seconds S  --quick (writes bench/out/)
+BENCH_ARGS ?=
+bench: deps test-deps build
+	@./bench/deps.sh
+	$(NODE) bench/build.mjs
+	npx tsc --noEmit -p bench
+	$(NODE) bench/out/run.mjs $(BENCH_ARGS)
+
 clean:
 	rm -rf dist .tap

@@ -1,0 +1,90 @@
+// Starts the built bundle (dist/gatewayd.js, never the sources) with a benchmark configuration and
+// optional node flags (the launcher's), and measures the time from spawn to the ready line.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { ROOT } from './proc.js';
+import type { Scope } from './scope.js';
+
+export const BUNDLE = path.join(ROOT, 'dist', 'gatewayd.js');
+export const LAUNCHER = path.join(ROOT, 'rootfs', 'usr', 'bin', 'gatewayd');
+
+export interface Gatewayd {
+  proc: ChildProcess;
+  pid: number;
+  dir: string;
+  /** Milliseconds from spawn to the `gatewayd ready` line. */
+  readyMs: number;
+  logs: string[];
+  stop(): Promise<void>;
+}
+
+export async function startGatewayd(scope: Scope, config: Record<string, any>, opts: { nodeArgs?: string[] } = {}): Promise<Gatewayd> {
+  if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} missing: run make build`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-bench-'));
+  scope.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const cfg = structuredClone(config);
+  cfg.dataDir ??= path.join(dir, 'data');
+  const file = path.join(dir, 'gatewayd.json');
+  fs.writeFileSync(file, JSON.stringify(cfg, null, 2));
+  const t0 = process.hrtime.bigint();
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), BUNDLE, '--config', file], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const stop = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+  scope.teardown(stop);
+  const logs: string[] = [];
+  const readyMs = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gatewayd not ready after 20 s:\n${logs.slice(-10).join('\n')}`)), 20_000);
+    exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`gatewayd exited (${proc.exitCode}) before ready:\n${logs.slice(-10).join('\n')}`));
+    });
+    for (const stream of [proc.stdout!, proc.stderr!]) {
+      readline.createInterface({ input: stream }).on('line', (line) => {
+        if (logs.length < 2000) logs.push(line);
+        if (line.includes('msg="gatewayd ready"')) {
+          clearTimeout(timer);
+          resolve(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+      });
+    }
+  });
+  return { proc, pid: proc.pid!, dir, readyMs, logs, stop };
+}
+
+/**
+ * The node flags the packaged launcher passes (rootfs/usr/bin/gatewayd, a shell script written by
+ * the packaging engineer): `--flag` words on the line that runs node, plus NODE_OPTIONS it exports.
+ * Undefined when there is no launcher yet.
+ */
+export function launcherNodeFlags(): string[] | undefined {
+  if (!fs.existsSync(LAUNCHER)) return undefined;
+  const text = fs.readFileSync(LAUNCHER, 'utf8');
+  const flags: string[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line.startsWith('#')) continue;
+    const opt = /NODE_OPTIONS=["']?([^"'\n]*)["']?/.exec(line);
+    if (opt) flags.push(...opt[1].split(/\s+/).filter((w) => /^--[a-z]/.test(w)));
+    if (/\bnode\b/.test(line) && /gatewayd\.m?js/.test(line)) {
+      const words = line.split(/\s+/);
+      const at = words.findIndex((w) => /(^|\/)node["']?$/.test(w));
+      if (at >= 0) for (const w of words.slice(at + 1)) {
+        if (/gatewayd\.m?js/.test(w)) break;
+        const f = w.replace(/^["']|["']$/g, '');
+        if (/^--[a-z][\w-]*(=\S+)?$/.test(f)) flags.push(f);
+      }
+    }
+  }
+  return [...new Set(flags)];
+}

@@ -1,0 +1,132 @@
+// Child processes of the benchmark: baselines and load generators (bundled to bench/out/*.mjs) that
+// speak one JSON object per stdout line, RSS from /proc, and the wrk load generator.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { Scope } from './scope.js';
+
+/** bench/out, where bench/build.mjs puts the bundled entry points (this file is bundled there too). */
+export const OUT = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = path.resolve(OUT, '..', '..');
+
+export interface JsonChild {
+  proc: ChildProcess;
+  pid: number;
+  /** The first JSON line (the child's "ready" report). */
+  ready: Record<string, any>;
+  /** Resolves with the next JSON line the child prints. */
+  next(timeoutMs?: number): Promise<Record<string, any>>;
+  send(obj: object): void;
+  stop(): Promise<void>;
+}
+
+/** Starts `node [nodeArgs] bench/out/<entry>.mjs args` and waits for its first JSON line. */
+export async function startJsonChild(scope: Scope, entry: string, args: string[], opts: { nodeArgs?: string[]; timeoutMs?: number } = {}): Promise<JsonChild> {
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), path.join(OUT, `${entry}.mjs`), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const stop = async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL');
+      await exited;
+    }
+  };
+  scope.teardown(stop);
+  const queue: Record<string, any>[] = [];
+  const waiters: ((v: Record<string, any>) => void)[] = [];
+  let stderr = '';
+  proc.stderr!.on('data', (d) => {
+    stderr = (stderr + d).slice(-2000);
+  });
+  readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
+    let obj: Record<string, any>;
+    try {
+      obj = JSON.parse(line);
+    } catch {
+      return;
+    }
+    const w = waiters.shift();
+    if (w) w(obj);
+    else queue.push(obj);
+  });
+  const next = (timeoutMs = 120_000) =>
+    new Promise<Record<string, any>>((resolve, reject) => {
+      const q = queue.shift();
+      if (q) return resolve(q);
+      const timer = setTimeout(() => reject(new Error(`${entry}: no answer within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+      const onExit = () => reject(new Error(`${entry} exited (${proc.exitCode ?? proc.signalCode}); stderr: ${stderr}`));
+      exited.then(onExit);
+      waiters.push((v) => {
+        clearTimeout(timer);
+        resolve(v);
+      });
+    });
+  const ready = await next(opts.timeoutMs ?? 15_000);
+  if (ready.error) throw new Error(`${entry}: ${ready.error}`);
+  return { proc, pid: proc.pid!, ready, next, send: (o) => proc.stdin!.write(JSON.stringify(o) + '\n'), stop };
+}
+
+/** Resident set size of a process in KiB (VmRSS), or NaN when it is gone. */
+export function rssKiB(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface WrkResult {
+  rps: number;
+  /** Latency percentiles in milliseconds. */
+  p50: number;
+  p99: number;
+  requests: number;
+  /** Non-2xx answers and socket errors: a run with any is not a valid figure. */
+  bad: number;
+}
+
+export function haveWrk(): boolean {
+  return spawnSync('wrk', ['--version'], { encoding: 'utf8' }).error === undefined;
+}
+
+function toMs(v: string, unit: string): number {
+  const x = Number(v);
+  return unit === 'us' ? x / 1000 : unit === 's' ? x * 1000 : unit === 'm' ? x * 60_000 : x;
+}
+
+/** Parses wrk's `--latency` report. */
+export function parseWrk(out: string): WrkResult {
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
+  const pct = (p: string) => {
+    const m = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out);
+    return m ? toMs(m[1], m[2]) : NaN;
+  };
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const sockErrs = sock ? Number(sock[1]) + Number(sock[2]) + Number(sock[3]) + Number(sock[4]) : 0;
+  return { rps, p50: pct('50'), p99: pct('99'), requests, bad: non2xx + sockErrs };
+}
+
+/** One wrk run: one thread (the other core serves), keep-alive connections. */
+export function runWrk(url: string, headers: Record<string, string>, opts: { seconds: number; connections: number }): Promise<WrkResult> {
+  const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency'];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+  args.push(url);
+  return new Promise((resolve, reject) => {
+    const p = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    p.once('error', reject);
+    p.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`wrk exited ${code}: ${out}`));
+      resolve(parseWrk(out));
+    });
+  });
+}

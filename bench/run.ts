@@ -1,0 +1,70 @@
+// `make bench`: measures gatewayd (dist/gatewayd.js) against baselines in the same run and writes
+// bench/results.json and bench/RESULTS.md (issue 8).
+//
+//   node bench/out/run.mjs [--only http,modbus,mqtt,footprint] [--repeats N] [--seconds S] [--quick]
+//
+// --quick (1 repetition, 1 s runs) is for trying the harness; it writes to bench/out/ so that the
+// committed figures are always those of a full run.
+
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT } from './lib/proc.js';
+import { machine, markdown, Results } from './lib/results.js';
+import type { Options } from './lib/setup.js';
+import { httpSection } from './sections/http.js';
+import { modbusSection } from './sections/modbus.js';
+import { mqttSection } from './sections/mqtt.js';
+import { footprintSection } from './sections/footprint.js';
+
+const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection } as const;
+type Name = keyof typeof SECTIONS;
+
+function parse(argv: string[]): { only: Name[]; opt: Options } {
+  let only = Object.keys(SECTIONS) as Name[];
+  const opt: Options = { repeats: 3, seconds: 3, quick: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--only') {
+      only = argv[++i].split(',') as Name[];
+      for (const n of only) if (!(n in SECTIONS)) throw new Error(`unknown section ${n}; expected ${Object.keys(SECTIONS).join(', ')}`);
+    } else if (a === '--repeats') opt.repeats = Number(argv[++i]);
+    else if (a === '--seconds') opt.seconds = Number(argv[++i]);
+    else if (a === '--quick') Object.assign(opt, { quick: true, repeats: 1, seconds: 1 });
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return { only, opt };
+}
+
+const { only, opt } = parse(process.argv.slice(2));
+const started = Date.now();
+const res = new Results();
+for (const name of only) {
+  process.stderr.write(`bench: ${name}\n`);
+  try {
+    await SECTIONS[name](res, opt);
+  } catch (err) {
+    // One broken section must not lose the others' figures; the failure is in the report.
+    const msg = (err as Error).message.split('\n')[0];
+    process.stderr.write(`bench: ${name} failed: ${(err as Error).stack}\n`);
+    res.notes.push(`Section ${name} failed: ${msg}`);
+  }
+}
+
+const commit = (() => {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+})();
+const run = { generatedAt: new Date().toISOString(), machine: machine(), repeats: opt.repeats, seconds: opt.seconds, durationS: (Date.now() - started) / 1000, commit, sections: only };
+const outDir = opt.quick ? path.join(ROOT, 'bench', 'out') : path.join(ROOT, 'bench');
+fs.mkdirSync(outDir, { recursive: true });
+fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify({ ...run, notes: res.notes, rows: res.rows }, null, 2) + '\n');
+const md = markdown(run, res);
+fs.writeFileSync(path.join(outDir, 'RESULTS.md'), md);
+process.stdout.write(md);
+process.stderr.write(`bench: wrote ${path.relative(ROOT, outDir) || '.'}/results.json and RESULTS.md in ${Math.round(run.durationS)} s\n`);
+// Sockets of keep-alive agents would otherwise keep the process up.
+process.exit(0);

@@ -1,0 +1,130 @@
+// Issue 8 §4: idle RSS, RSS after 10,000 requests and after 1,000 sessions, against an idle bare
+// node:http server; the same with and without the launcher's node flags; start-up time to the
+// ready line against `node -e 0`; bundle size.
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { hammer, login, request, sessionHeaders, type Target } from '../lib/client.js';
+import { BUNDLE, LAUNCHER, launcherNodeFlags, startGatewayd } from '../lib/gatewayd.js';
+import { ROOT, rssKiB, sleep, startJsonChild } from '../lib/proc.js';
+import type { Results } from '../lib/results.js';
+import { withScope } from '../lib/scope.js';
+import { ASSET, demoConfig, PASSWORD, USER, type Options } from '../lib/setup.js';
+
+const READ = `/services/assets/${ASSET}/_read`;
+const SETTLE_MS = 2000;
+const BUNDLE_LIMIT = 256 * 1024;
+
+interface Rss {
+  idle: number[];
+  requests: number[];
+  sessions: number[];
+}
+
+/** One gatewayd life: idle RSS, then after `requests` authenticated reads, then after `sessions` logins. */
+async function gatewaydRss(nodeArgs: string[], requests: number, sessions: number, out: Rss, readyMs?: number[]): Promise<boolean> {
+  return withScope(async (scope) => {
+    const { config, http } = await demoConfig();
+    const gw = await startGatewayd(scope, config, { nodeArgs });
+    readyMs?.push(gw.readyMs);
+    await sleep(SETTLE_MS);
+    out.idle.push(rssKiB(gw.pid) / 1024);
+    const t: Target = { port: http };
+    const s = await login(t, USER, PASSWORD);
+    const headers = s ? sessionHeaders(s) : {};
+    await hammer(requests, 8, () => request(t, READ, { headers }));
+    await sleep(SETTLE_MS);
+    out.requests.push(rssKiB(gw.pid) / 1024);
+    if (!s) return false;
+    // Logins run a memory-hard hash each; 4 in flight keep both cores busy.
+    await hammer(sessions, 4, async () => {
+      const x = await login(t, USER, PASSWORD);
+      return { status: x ? 200 : 404, headers: {}, body: Buffer.alloc(0) };
+    });
+    await sleep(SETTLE_MS);
+    out.sessions.push(rssKiB(gw.pid) / 1024);
+    return true;
+  });
+}
+
+function nodeE0(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const p = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    p.once('error', reject);
+    p.once('exit', () => resolve(Number(process.hrtime.bigint() - t0) / 1e6));
+  });
+}
+
+export async function footprintSection(res: Results, opt: Options): Promise<void> {
+  const requests = opt.quick ? 1000 : 10_000;
+  const sessions = opt.quick ? 50 : 1000;
+  const reps = opt.repeats;
+
+  // Baseline: an idle bare node:http server (the HTTP section's ceiling process).
+  const bare: number[] = [];
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-bench-fp-'));
+  try {
+    const spec = path.join(tmp, 'bare.json');
+    fs.writeFileSync(spec, JSON.stringify({ headers: { 'content-type': 'application/json' }, body: Buffer.from('[]').toString('base64') }));
+    for (let i = 0; i < reps; i++) {
+      await withScope(async (scope) => {
+        const b = await startJsonChild(scope, 'bare-http', [spec]);
+        await sleep(SETTLE_MS);
+        bare.push(rssKiB(b.pid) / 1024);
+      });
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+
+  const plain: Rss = { idle: [], requests: [], sessions: [] };
+  const readyMs: number[] = [];
+  let sessionsMeasured = true;
+  for (let i = 0; i < reps; i++) {
+    sessionsMeasured = (await gatewaydRss([], requests, sessions, plain, readyMs)) && sessionsMeasured;
+    process.stderr.write(`  RSS: idle ${plain.idle.at(-1)!.toFixed(1)} MiB, after ${requests} requests ${plain.requests.at(-1)!.toFixed(1)} MiB, after ${sessions} sessions ${plain.sessions.at(-1)?.toFixed(1)} MiB (bare ${bare[i].toFixed(1)} MiB)\n`);
+  }
+  res.add('Footprint', 'rss-idle', 'idle RSS', 'MiB', plain.idle, 'idle bare node:http server', bare, { op: '<=', value: 1.2, text: '≤ 1.2× bare node' }, `${SETTLE_MS / 1000} s after the ready line; gatewayd with the simulator demo asset, no MQTT`);
+  res.add('Footprint', 'rss-requests', `RSS after ${requests.toLocaleString('en-US')} authenticated reads`, 'MiB', plain.requests, 'idle bare node:http server', bare);
+  if (sessionsMeasured) res.add('Footprint', 'rss-sessions', `RSS after ${requests.toLocaleString('en-US')} reads and ${sessions.toLocaleString('en-US')} sessions`, 'MiB', plain.sessions, 'idle bare node:http server', bare);
+  else res.notMeasured('Footprint', 'rss-sessions', `RSS after ${sessions} sessions`, 'idle bare node:http server', 'the session API is not wired into the daemon yet');
+
+  const flags = launcherNodeFlags();
+  if (!flags) {
+    res.notMeasured('Footprint', 'rss-launcher', 'idle / loaded RSS with the launcher\'s node flags', 'the same without flags', `no launcher yet (${path.relative(ROOT, LAUNCHER)} does not exist)`);
+  } else if (flags.length === 0) {
+    res.notMeasured('Footprint', 'rss-launcher', 'idle / loaded RSS with the launcher\'s node flags', 'the same without flags', `${path.relative(ROOT, LAUNCHER)} passes no node flags`);
+  } else {
+    const flagged: Rss = { idle: [], requests: [], sessions: [] };
+    for (let i = 0; i < reps; i++) {
+      await gatewaydRss(flags, requests, sessions, flagged);
+      process.stderr.write(`  RSS with ${flags.join(' ')}: idle ${flagged.idle.at(-1)!.toFixed(1)} MiB, loaded ${flagged.sessions.at(-1)?.toFixed(1)} MiB\n`);
+    }
+    const f = flags.join(' ');
+    res.add('Footprint', 'rss-launcher-idle', `idle RSS with the launcher's flags (${f})`, 'MiB', flagged.idle, 'gatewayd without flags', plain.idle);
+    res.add('Footprint', 'rss-launcher-idle-vs-bare', `idle RSS with the launcher's flags (${f})`, 'MiB', flagged.idle, 'idle bare node:http server', bare, { op: '<=', value: 1.2, text: '≤ 1.2× bare node' });
+    const loaded = sessionsMeasured ? 'sessions' : 'requests';
+    res.add('Footprint', 'rss-launcher-loaded', `RSS after ${requests.toLocaleString('en-US')} reads${sessionsMeasured ? ` and ${sessions.toLocaleString('en-US')} sessions` : ''}, launcher's flags`, 'MiB', flagged[loaded], 'gatewayd without flags', plain[loaded]);
+  }
+
+  // Start-up: spawn → ready line, against spawn → exit of `node -e 0`, alternating.
+  const node0: number[] = [];
+  const starts = Math.max(5, reps);
+  for (let i = 0; i < starts; i++) {
+    node0.push(await nodeE0());
+    if (readyMs.length < starts) {
+      await withScope(async (scope) => {
+        const { config } = await demoConfig();
+        readyMs.push((await startGatewayd(scope, config)).readyMs);
+      });
+    }
+  }
+  res.add('Footprint', 'startup', 'start-up: spawn to the `gatewayd ready` line', 'ms', readyMs, '`node -e 0` (spawn to exit)', node0, { op: '<=', value: 3, text: '≤ 3× node -e 0' },
+    'includes reading the config, opening dataDir, seeding and hashing the identity on a fresh dataDir, attaching drivers and listening');
+
+  const size = fs.statSync(BUNDLE).size / 1024;
+  res.add('Footprint', 'bundle', 'bundle size (dist/gatewayd.js)', 'KiB', [size], 'the build\'s limit', [BUNDLE_LIMIT / 1024], { op: '<=', value: 1, text: 'within the limit' });
+}

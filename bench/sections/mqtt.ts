@@ -1,0 +1,67 @@
+// Issue 8 §3: ASSET-V1 EXEC/read round trip (p50/p99) and requests/s through Mosquitto in the bare
+// `json` encoding (contract §3), against a bare echo through the same broker (the ceiling). The
+// load generator and the echo are processes of their own.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { startMosquitto } from '../../test/helpers/mosquitto.js';
+import { startGatewayd } from '../lib/gatewayd.js';
+import { sleep, startJsonChild, type JsonChild } from '../lib/proc.js';
+import type { Results } from '../lib/results.js';
+import { withScope } from '../lib/scope.js';
+import { ASSET, demoConfig, type Options } from '../lib/setup.js';
+
+const WINDOW = 16;
+
+async function ask(child: JsonChild, cmd: object, timeoutMs = 60_000): Promise<Record<string, any>> {
+  child.send(cmd);
+  const out = await child.next(timeoutMs);
+  if (out.error) throw new Error(out.error);
+  return out;
+}
+
+export async function mqttSection(res: Results, opt: Options): Promise<void> {
+  await withScope(async (scope) => {
+    const broker = await startMosquitto();
+    scope.teardown(() => broker.close());
+    const { config } = await demoConfig();
+    config.mqtt = { enabled: true, 'broker-url': broker.url, 'client-id': 'gatewayd', 'payload.encoding': 'json', 'clean-session': true };
+    const gw = await startGatewayd(scope, config);
+    const toGw = await startJsonChild(scope, 'mqtt-load', [String(broker.port), 'gatewayd', ASSET]);
+
+    // The ready line does not wait for MQTT (contract §5): ask until gatewayd has subscribed.
+    let sample: string | undefined;
+    for (let i = 0; i < 20 && !sample; i++) {
+      try {
+        sample = (await ask(toGw, { cmd: 'sample' })).payload;
+      } catch {
+        await sleep(250);
+      }
+    }
+    if (!sample) throw new Error(`gatewayd never answered EXEC/read; its log:\n${gw.logs.slice(-5).join('\n')}`);
+    const replyFile = path.join(gw.dir, 'reply.json');
+    fs.writeFileSync(replyFile, sample);
+    await startJsonChild(scope, 'mqtt-echo', [String(broker.port), 'echo', replyFile]);
+    const toEcho = await startJsonChild(scope, 'mqtt-load', [String(broker.port), 'echo', ASSET]);
+
+    const n = opt.quick ? 300 : 2000;
+    const r = { gw: { p50: [] as number[], p99: [] as number[], rps: [] as number[] }, echo: { p50: [] as number[], p99: [] as number[], rps: [] as number[] } };
+    for (const who of ['gw', 'echo'] as const) await ask(who === 'gw' ? toGw : toEcho, { cmd: 'latency', n: 200 }); // warm-up
+    for (let rep = 0; rep < opt.repeats; rep++) {
+      for (const who of ['gw', 'echo'] as const) {
+        const child = who === 'gw' ? toGw : toEcho;
+        const lat = await ask(child, { cmd: 'latency', n });
+        const thr = await ask(child, { cmd: 'throughput', ms: opt.seconds * 1000, window: WINDOW });
+        r[who].p50.push(lat.p50);
+        r[who].p99.push(lat.p99);
+        r[who].rps.push(thr.rps);
+        process.stderr.write(`  ${who}: p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms, ${Math.round(thr.rps)} req/s\n`);
+      }
+    }
+    const goal = { op: '<=' as const, value: 1.5, text: '≤ 1.5× echo' };
+    res.add('MQTT', 'rtt-p50', 'ASSET-V1 EXEC/read round trip through Mosquitto, p50 (one in flight)', 'ms', r.gw.p50, 'bare echo through the same broker', r.echo.p50, goal,
+      `${n} sequential requests per repetition, bare json encoding, QoS 0`);
+    res.add('MQTT', 'rtt-p99', 'ASSET-V1 EXEC/read round trip, p99 (one in flight)', 'ms', r.gw.p99, 'bare echo', r.echo.p99, goal);
+    res.add('MQTT', 'rps', `ASSET-V1 EXEC/read requests/s (${WINDOW} in flight)`, 'req/s', r.gw.rps, 'bare echo', r.echo.rps);
+  });
+}
