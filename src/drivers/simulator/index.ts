@@ -1,5 +1,7 @@
 // The simulator driver: the reference implementation of the driver interface (drivers/driver.ts),
-// and what the demo asset runs on. Channel property `simulation`:
+// and what the demo asset runs on. State (memory, counters) is per driver instance and channel
+// name, as a device's registers are per address: two assets naming the same channel share it.
+// Channel property `simulation`:
 // constant (with `initial`), counter, sine, random, memory (the default: holds the last written value).
 // Extension: channel property `delay` (ms, default 0) makes a batch that contains the channel take
 // that long, like a slow device on a bus (the batch waits for its slowest channel, once).
