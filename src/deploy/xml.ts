@@ -10,7 +10,10 @@ export interface XmlElement {
 }
 
 const MAX_DEPTH = 64;
-const NAME = /^[A-Za-z_:][-A-Za-z0-9_:.]*/;
+// Sticky patterns matched at an offset, so a large document is never copied per tag.
+const NAME = /[A-Za-z_:][-A-Za-z0-9_:.]*/y;
+const SPACE = /\s*/y;
+const ATTR = /([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*("([^"<]*)"|'([^'<]*)')/y;
 const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
 
 function decode(s: string): string {
@@ -30,6 +33,10 @@ export function parseXml(text: string): XmlElement {
   let i = 0;
   const fail = (why: string): never => {
     throw new Error(`XML: ${why} at offset ${i}`);
+  };
+  const at = (re: RegExp, pos: number): RegExpExecArray | null => {
+    re.lastIndex = pos;
+    return re.exec(text);
   };
   while (i < text.length) {
     const lt = text.indexOf('<', i);
@@ -57,7 +64,7 @@ export function parseXml(text: string): XmlElement {
     } else if (text.startsWith('<!', i)) {
       fail('DOCTYPE is not allowed');
     } else if (text.startsWith('</', i)) {
-      const m = NAME.exec(text.slice(i + 2));
+      const m = at(NAME, i + 2);
       if (!m) fail('bad closing tag');
       const end = text.indexOf('>', i);
       if (end < 0 || text.slice(i + 2 + m![0].length, end).trim() !== '') fail('bad closing tag');
@@ -65,13 +72,13 @@ export function parseXml(text: string): XmlElement {
       stack.pop();
       i = end + 1;
     } else {
-      const m = NAME.exec(text.slice(i + 1));
+      const m = at(NAME, i + 1);
       if (!m) fail('bad tag');
       const el: XmlElement = { name: m![0], attrs: {}, children: [] };
       if (top === doc && doc.children.length > 0) fail('more than one root element');
       i += 1 + m![0].length;
       for (;;) {
-        const ws = /^\s*/.exec(text.slice(i))![0].length;
+        const ws = at(SPACE, i)![0].length;
         i += ws;
         if (text.startsWith('/>', i)) {
           i += 2;
@@ -85,7 +92,7 @@ export function parseXml(text: string): XmlElement {
           stack.push(el);
           break;
         }
-        const a = /^([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*("([^"<]*)"|'([^'<]*)')/.exec(text.slice(i));
+        const a = at(ATTR, i);
         if (!a || ws === 0) fail(`bad attribute in <${el.name}>`);
         el.attrs[a![1]!] = decode(a![3] ?? a![4] ?? '');
         i += a![0].length;
