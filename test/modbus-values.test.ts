@@ -75,7 +75,12 @@ t.test('instance properties: problems carry key paths', async (t) => {
     { path: 'drivers.plc.modbus.transaction.retry' },
     { path: 'drivers.plc.read.max.gap' },
   ]);
-  for (const k of modbusFactory.instanceKeys) t.ok(typeof k === 'string');
+  t.match(v({ 'access.type': 'RTU', 'modbus.rtu.port.name': '/dev/x', 'modbus.rtu.databits': 7 }), [{ path: 'drivers.plc.modbus.rtu.databits', severity: 'warning' }]);
+  t.same([...modbusFactory.instanceKeys].sort(), [
+    'access.type', 'modbus.rtu.baudrate', 'modbus.rtu.databits', 'modbus.rtu.parity', 'modbus.rtu.port.name', 'modbus.rtu.stopbits',
+    'modbus.tcp-udp.ip', 'modbus.tcp-udp.port', 'modbus.timeout', 'modbus.transaction.retry', 'read.max.gap',
+  ]);
+  t.same([...modbusFactory.channelKeys].sort(), ['array.data.length', 'data.order', 'data.type', 'memory.address', 'primary.table', 'unit.id']);
 });
 
 t.test('channel properties: types, ranges, enums and value.type mismatches', async (t) => {

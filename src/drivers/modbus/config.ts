@@ -142,6 +142,9 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
   const maxGap = r.int('read.max.gap', 0, 0, MAX_READ_REGISTERS - 1);
   if (accessType === 'TCP' && host.trim() === '') r.problem('modbus.tcp-udp.ip', 'is required when access.type is TCP');
   if (accessType === 'RTU' && portName.trim() === '') r.problem('modbus.rtu.port.name', 'is required when access.type is RTU');
+  if (accessType === 'RTU' && databits !== 8) {
+    r.problem('modbus.rtu.databits', `RTU frames carry 8 data bits (Modbus over Serial Line §2.5.1); ${databits} will not work with most devices`, 'warning');
+  }
   return {
     value: {
       accessType,
