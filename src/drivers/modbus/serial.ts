@@ -65,6 +65,7 @@ export class SerialTransport implements Transport {
     // §2.5.1.1: at least 3.5 character times of silence before a new frame.
     const quiet = this.lastActivity + this.gapMs - performance.now();
     if (quiet > 0) await new Promise((r) => setTimeout(r, Math.ceil(quiet)));
+    if (this.stream !== stream) throw new Error(`${this.label}: port closed`);
     this.dropRx();
     const frame = encodeRtu({ unitId, pdu });
     return new Promise<Buffer>((resolve, reject) => {
@@ -154,9 +155,10 @@ export class SerialTransport implements Transport {
           stream.destroy();
           throw new Error('driver closed');
         }
-        stream.on('data', (chunk: Buffer) => this.onData(chunk));
-        stream.on('error', (err) => this.fail(err));
-        stream.on('close', () => this.fail(new Error('port closed')));
+        // Events of a stream already replaced must not touch its successor.
+        stream.on('data', (chunk: Buffer) => this.stream === stream && this.onData(chunk));
+        stream.on('error', (err) => this.stream === stream && this.fail(err));
+        stream.on('close', () => this.stream === stream && this.fail(new Error('port closed')));
         this.stream = stream;
         this.stats.connects++;
         if (this.lastError) this.log.info('modbus serial port usable again', { device: this.label });

@@ -33,6 +33,7 @@ export class TcpTransport implements Transport {
 
   async exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
     const socket = await this.connect(timeoutMs);
+    if (this.socket !== socket) throw new Error(`${this.label}: connection lost`);
     // Transaction ids run 1..65535 and wrap; 0 is skipped so a zeroed frame never matches.
     this.transactionId = (this.transactionId % 0xffff) + 1;
     const transactionId = this.transactionId;
@@ -95,9 +96,10 @@ export class TcpTransport implements Transport {
         this.decoder.reset();
         this.socket = socket;
         this.connecting = undefined;
-        socket.on('data', (chunk) => this.onData(chunk));
-        socket.on('error', (err) => this.onClose(err));
-        socket.on('close', () => this.onClose());
+        // Events of a socket already replaced must not touch its successor.
+        socket.on('data', (chunk) => this.socket === socket && this.onData(chunk));
+        socket.on('error', (err) => this.socket === socket && this.onClose(err));
+        socket.on('close', () => this.socket === socket && this.onClose());
         resolve(socket);
       });
     });
