@@ -13,13 +13,16 @@ const entries = {
   fastify: 'baselines/fastify.ts',
   'mqtt-echo': 'baselines/mqtt-echo.ts',
   'mqtt-load': 'load/mqtt-load.ts',
-  'tls-connect': 'load/tls-connect.ts',
   'modbus-client': 'load/modbus-client.ts',
 };
 
+const outdir = path.join(here, 'out');
+// Stale entry points of earlier layouts must not linger beside the fresh ones.
+if (fs.existsSync(outdir)) for (const f of fs.readdirSync(outdir)) if (f.endsWith('.mjs')) fs.rmSync(path.join(outdir, f));
+
 await build({
   entryPoints: Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, path.join(here, v)])),
-  outdir: path.join(here, 'out'),
+  outdir,
   outExtension: { '.js': '.mjs' },
   bundle: true,
   packages: 'external',

@@ -8,6 +8,7 @@
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from './lib/proc.js';
 import { machine, markdown, Results } from './lib/results.js';
@@ -38,6 +39,7 @@ function parse(argv: string[]): { only: Name[]; opt: Options } {
 
 const { only, opt } = parse(process.argv.slice(2));
 const started = Date.now();
+const loadStart = os.loadavg()[0];
 const res = new Results();
 for (const name of only) {
   process.stderr.write(`bench: ${name}\n`);
@@ -58,7 +60,7 @@ const commit = (() => {
     return 'unknown';
   }
 })();
-const run = { generatedAt: new Date().toISOString(), machine: machine(), repeats: opt.repeats, seconds: opt.seconds, durationS: (Date.now() - started) / 1000, commit, sections: only };
+const run = { generatedAt: new Date().toISOString(), machine: machine(), repeats: opt.repeats, seconds: opt.seconds, durationS: (Date.now() - started) / 1000, commit, loadAverage: { start: loadStart, end: os.loadavg()[0] }, sections: only };
 const outDir = opt.quick ? path.join(ROOT, 'bench', 'out') : path.join(ROOT, 'bench');
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify({ ...run, notes: res.notes, rows: res.rows }, null, 2) + '\n');

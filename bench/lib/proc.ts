@@ -130,3 +130,37 @@ export function runWrk(url: string, headers: Record<string, string>, opts: { sec
     });
   });
 }
+
+export interface STimeResult {
+  /** Connections per wall-clock second (one at a time, each with one request). */
+  cps: number;
+  n: number;
+  /** Fraction of handshakes that resumed the first session. */
+  resumed: number;
+}
+
+/**
+ * New TLS connections per second with session resumption: `openssl s_time -reuse` (a C client, so
+ * the server rather than the client is the limit) resumes the first session on every connection and
+ * sends `GET path HTTP/1.0` on each. Wall time is measured here (s_time rounds to whole seconds).
+ */
+export function runSTime(port: number, pathname: string, seconds: number): Promise<STimeResult> {
+  const args = ['s_time', '-connect', `127.0.0.1:${port}`, '-reuse', '-time', String(seconds), '-www', pathname];
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const p = spawn('openssl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    p.once('error', reject);
+    p.once('exit', (code) => {
+      const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+      const m = /(\d+) connections in [\d.]+s/.exec(out);
+      if (code !== 0 || !m) return reject(new Error(`openssl s_time exited ${code}: ${out.slice(-500)}`));
+      // The progress line has one mark per connection: 'r' for a resumed session.
+      const marks = (/^[r*.]{10,}$/m.exec(out)?.[0] ?? '').replace(/\s/g, '');
+      const n = Number(m[1]);
+      resolve({ cps: n / wall, n, resumed: marks.length ? (marks.match(/r/g)?.length ?? 0) / marks.length : NaN });
+    });
+  });
+}

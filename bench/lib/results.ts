@@ -88,13 +88,14 @@ export function machine(): Record<string, string | number> {
 
 const fmt = (x: number | null, unit = ''): string => (x === null ? '—' : `${x.toLocaleString('en-US', { maximumFractionDigits: 3 })}${unit ? ` ${unit}` : ''}`);
 
-export function markdown(run: { generatedAt: string; machine: Record<string, string | number>; repeats: number; durationS: number; commit: string }, res: Results): string {
+export function markdown(run: { generatedAt: string; machine: Record<string, string | number>; repeats: number; durationS: number; commit: string; loadAverage: { start: number; end: number } }, res: Results): string {
   const m = run.machine;
   const lines = [
     '# gatewayd benchmark results',
     '',
     `Produced by \`make bench\` (bench/run.ts) on ${run.generatedAt}, commit ${run.commit}, in ${Math.round(run.durationS)} s.`,
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryMiB} MiB RAM, ${m.os}; Node ${m.node}, wrk ${m.wrk}, Mosquitto ${m.mosquitto}, pymodbus ${m.pymodbus}.`,
+    `1-minute load average at the start ${run.loadAverage.start.toFixed(2)}, at the end ${run.loadAverage.end.toFixed(2)} (anything above ~0.5 means other work shared the cores, and the absolute figures, more than the ratios, suffer).`,
     '',
     `Every figure is the median of ${run.repeats} repetitions; the baseline runs in the same \`make bench\`,`,
     'interleaved with gatewayd (gatewayd, baseline, gatewayd, …), on the same machine. Ratio = gatewayd ÷ baseline.',
