@@ -227,8 +227,8 @@ export class AssetRuntime implements AssetService {
       const res = await Promise.race([
         op(driver),
         new Promise<never>((_, reject) => {
+          // Not unref'd: a caller is waiting on it (main.ts exits explicitly on stop).
           timer = setTimeout(() => reject(new Error(`Driver ${asset.driverPid} did not answer within ${this.callTimeoutMs} ms`)), this.callTimeoutMs);
-          timer.unref?.();
         }),
       ]);
       if (!Array.isArray(res) || res.length !== n) throw new Error(`Driver ${asset.driverPid} returned a malformed result`);
