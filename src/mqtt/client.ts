@@ -322,7 +322,9 @@ export class MqttClient extends EventEmitter {
     this.attempt = 0;
     this.lastReceived = Date.now();
     this.startKeepAlive();
-    this.log.info('mqtt connected', { broker: this.opts.url, clientId: this.opts.clientId, sessionPresent: p.sessionPresent });
+    // host:port only: a broker URL may carry user info, which must not reach the log.
+    const { host, port } = parseBrokerUrl(this.opts.url);
+    this.log.info('mqtt connected', { broker: `${host}:${port}`, clientId: this.opts.clientId, sessionPresent: p.sessionPresent });
     // Restore subscriptions (the broker may have lost the session even when we asked to keep it).
     if (this.subscriptions.size > 0) {
       const subs = [...this.subscriptions].map(([topic, qos]) => ({ topic, qos }));

@@ -12,7 +12,8 @@
 //       client_id, display_name ("gatewayd"), application_framework ("gatewayd"),
 //       application_framework_version, application_ids ("ASSET-V1"), payload_encoding, uptime (INT64 ms);
 //   <prefix>/<account>/<client-id>/MQTT/DC     before a clean DISCONNECT, QoS 0: timestamp and uptime;
-//   <prefix>/<account>/<client-id>/MQTT/LWT    the last will, QoS 0: timestamp of the CONNECT.
+//   <prefix>/<account>/<client-id>/MQTT/LWT    the last will, QoS 0: timestamp of when the connection
+//       was set up (the will is fixed at CONNECT time, so it cannot carry the time of death).
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
 import fs from 'node:fs';
@@ -46,6 +47,8 @@ export interface MqttServiceOptions {
 const WINDOW = 32;
 /** ASSET-V1 requests being served at once; more are dropped (and logged) rather than queued. */
 const MAX_CONCURRENT_REQUESTS = 256;
+/** A request body beyond this is not parsed (a JSON array of asset names is a few KB at most). */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
 export class MqttService {
   private config: MqttConfig;
@@ -233,6 +236,10 @@ export class MqttService {
   }
 
   private onMessage(client: MqttClient, handler: AssetV1Handler, topic: string, payload: Buffer): void {
+    if (payload.length > MAX_REQUEST_BYTES) {
+      this.log.warn('ASSET-V1 request dropped: payload too large', { topic, bytes: payload.length, limit: MAX_REQUEST_BYTES });
+      return;
+    }
     if (this.activeRequests >= MAX_CONCURRENT_REQUESTS) {
       this.log.warn('ASSET-V1 request dropped: too many requests in progress', { topic, limit: MAX_CONCURRENT_REQUESTS });
       return;
