@@ -195,6 +195,35 @@ if (havePeers(t, 'pymodbus')) {
     });
   });
 
+  t.test('a peer answering garbage gives per-channel errors, never a crash', async (t) => {
+    let seed = 12345;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    let n = 0;
+    const server = net.createServer((sock) => {
+      sock.on('data', (chunk) => {
+        n++;
+        // Half the time a well-formed MBAP header with the request's id around a random PDU.
+        const junk = Buffer.from(Array.from({ length: Math.floor(rand() * 40) + 1 }, () => Math.floor(rand() * 256)));
+        if (rand() < 0.5 && chunk.length >= 7) sock.write(encodeMbap({ transactionId: chunk.readUInt16BE(0), protocolId: 0, unitId: chunk[6], pdu: junk }));
+        else sock.write(junk);
+      });
+      sock.on('error', () => {});
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    t.teardown(() => new Promise((r) => server.close(r)));
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port, 'modbus.timeout': 50, 'modbus.transaction.retry': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir() });
+    t.teardown(() => d.close());
+    let failures = 0;
+    for (let i = 0; i < 40; i++) {
+      const r = await d.read([hr(1, 'INT16'), hr(2, 'FLOAT32', 'FLOAT'), channel('c', 'BOOLEAN', { 'primary.table': 'COILS', 'memory.address': 1 })]);
+      t.equal(r.length, 3);
+      failures += r.filter((x) => !x.ok).length;
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    t.ok(n > 0 && failures > 0, `${n} garbage answers, ${failures} per-channel errors`);
+    t.ok(d.stats().discardedFrames > 0, 'garbage counted');
+  });
+
   t.test('a response with the wrong transaction id is discarded and counted', async (t) => {
     // pymodbus always answers correctly, so this one peer is played by the test.
     const server = net.createServer((sock) => {
