@@ -5,6 +5,34 @@
 // A driver never throws for a per-channel problem: each channel gets its own result, in input order.
 // A rejected promise means "the whole batch failed" and is turned into per-channel failures by the
 // caller, with the rejection's message.
+//
+// The contract, as the asset runtime (src/assets/service.ts) relies on it; the simulator
+// (drivers/simulator) is the reference implementation and test/helpers/driver-conformance.ts checks
+// any driver against it:
+// - read(channels) resolves with exactly one ChannelResult per channel, in input order. A success
+//   carries a TypedValue of the channel's `valueType` (a LONG as a bigint, a FLOAT already rounded
+//   to float32, a BYTE_ARRAY as a Buffer) and, when the device says when, a `timestamp` (ms since
+//   the epoch; the runtime stamps `Date.now()` otherwise). Scale and offset are NOT the driver's
+//   business: the runtime applies them to reads (Kura's BaseAsset).
+// - One read() call is one batch: the runtime sends every readable channel of an asset in one call
+//   per poll cycle, and identical concurrent reads are joined before they reach the driver, so the
+//   driver only coalesces within a call. Calls may overlap (HTTP, MQTT and polling run
+//   concurrently): a driver on a shared line queues its own transactions.
+// - write(requests) gets values already converted to each channel's type; on success it echoes the
+//   value. Writes must land in request order.
+// - Errors are messages a user can act on (which channel, address, port; `Modbus exception 2
+//   (Illegal Data Address) at 40001`), never a stack trace. They appear verbatim in REST
+//   `exceptionMessage` and ASSET-V1 `error`.
+// - Never hang: bound every device interaction with a timeout (the runtime's own bound,
+//   `driverCallTimeoutMs`, 30 s, only catches broken drivers). A slow device must not block other
+//   assets: do not block the event loop (no sync I/O on device files, no busy waits).
+// - close() releases sockets, files and timers, is idempotent, and later calls answer (an error is
+//   fine) instead of hanging. The runtime closes a driver on reload when its properties change, and
+//   when its factory is unregistered (a package uninstalled): assets then answer
+//   `Driver not attached` until a factory of that name is registered again.
+// - The factory validates properties up front (validateInstance/validateChannel, with key paths
+//   such as `drivers.plc.modbus.timeout`), so create() can trust them; channelKeys/instanceKeys list
+//   the keys it understands, and any other key in the configuration is an error.
 
 import type { Logger } from '../log.js';
 import type { ChannelConfig, TypedValue, ValueType } from '../assets/types.js';
