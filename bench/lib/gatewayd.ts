@@ -64,26 +64,29 @@ export async function startGatewayd(scope: Scope, config: Record<string, any>, o
 
 /**
  * The node flags the packaged launcher passes (rootfs/usr/bin/gatewayd, a shell script written by
- * the packaging engineer): `--flag` words on the line that runs node, plus NODE_OPTIONS it exports.
- * Undefined when there is no launcher yet.
+ * the packaging engineer): literal `--flag` words after the node executable on the line that runs
+ * it, and those in NODE_OPTIONS or a *FLAGS/*ARGS variable it sets. Words after the bundle are
+ * gatewayd's own options, not node's. Undefined when there is no launcher.
  */
-export function launcherNodeFlags(): string[] | undefined {
-  if (!fs.existsSync(LAUNCHER)) return undefined;
-  const text = fs.readFileSync(LAUNCHER, 'utf8');
+export function launcherNodeFlags(file = LAUNCHER): string[] | undefined {
+  if (!fs.existsSync(file)) return undefined;
   const flags: string[] = [];
-  for (const raw of text.split('\n')) {
+  const isFlag = (w: string) => /^--[a-z][\w-]*(=[^\s"'$]+)?$/.test(w);
+  const unquote = (w: string) => w.replace(/^["']|["']$/g, '');
+  for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
     const line = raw.trim();
-    if (line.startsWith('#')) continue;
-    const opt = /NODE_OPTIONS=["']?([^"'\n]*)["']?/.exec(line);
-    if (opt) flags.push(...opt[1].split(/\s+/).filter((w) => /^--[a-z]/.test(w)));
-    if (/\bnode\b/.test(line) && /gatewayd\.m?js/.test(line)) {
-      const words = line.split(/\s+/);
-      const at = words.findIndex((w) => /(^|\/)node["']?$/.test(w));
-      if (at >= 0) for (const w of words.slice(at + 1)) {
-        if (/gatewayd\.m?js/.test(w)) break;
-        const f = w.replace(/^["']|["']$/g, '');
-        if (/^--[a-z][\w-]*(=\S+)?$/.test(f)) flags.push(f);
-      }
+    if (line === '' || line.startsWith('#')) continue;
+    const assign = /^(?:export\s+)?(NODE_OPTIONS|[A-Z_]*(?:FLAGS|ARGS|OPTS))=["']?([^"'\n]*)["']?/.exec(line);
+    if (assign && !/GATEWAYD_ARGS/.test(assign[1])) {
+      flags.push(...assign[2].split(/\s+/).map(unquote).filter(isFlag));
+      continue;
+    }
+    const words = line.split(/\s+/).map(unquote);
+    const at = words.findIndex((w) => /(^|\/)node(js)?$/.test(w) || /^\$\{?NODE\}?$/.test(w));
+    if (at < 0) continue;
+    for (const w of words.slice(at + 1)) {
+      if (!w.startsWith('-')) break; // the script: what follows is gatewayd's
+      if (isFlag(w)) flags.push(w);
     }
   }
   return [...new Set(flags)];
