@@ -110,7 +110,13 @@ export async function startMosquitto(opts: { tls?: boolean } = {}): Promise<Brok
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-mosquitto-'));
   const port = await freePort();
   const tlsPort = opts.tls ? await freePort() : undefined;
-  const certs = opts.tls ? makeCerts(dir) : undefined;
+  let certs: Certs | undefined;
+  try {
+    certs = opts.tls ? makeCerts(dir) : undefined;
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw new Error(`openssl could not generate test certificates: ${(err as Error).message}`);
+  }
   const lines = [
     // Run as whoever runs the test: as root, mosquitto would otherwise drop to user `mosquitto` and
     // lose access to the private temp dir.
@@ -175,7 +181,12 @@ export async function startMosquitto(opts: { tls?: boolean } = {}): Promise<Brok
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
-  await broker.start();
+  try {
+    await broker.start();
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   return broker;
 }
 
