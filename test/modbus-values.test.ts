@@ -105,6 +105,7 @@ t.test('channel properties: types, ranges, enums and value.type mismatches', asy
   t.match(v({ 'data.type': 'STRING' }, 'STRING'), [{ path: `${p}.array.data.length`, message: /required/ }]);
   t.match(v({ 'primary.table': 'COILS' }, 'INTEGER'), [{ path: `${p}.value.type`, message: /must be BOOLEAN/ }]);
   t.match(v({ 'primary.table': 'DISCRETE_INPUTS', 'data.type': 'INT32' }, 'BOOLEAN'), [{ path: `${p}.data.type`, severity: 'warning' }]);
+  t.match(modbusFactory.validateChannel({ 'data.type': 'UINT32' }, 'INTEGER', 'assets.p.channels.motor.speed', {}), [{ path: 'assets.p.channels.motor.speed.data.type', message: /^channel motor.speed: / }]);
   for (const dt of ['INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64']) t.same(v({ 'data.type': dt }, 'LONG'), [], `LONG from ${dt}`);
 });
 

@@ -164,8 +164,10 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
   };
 }
 
+/** `assets.pump.channels.speed` → `speed` (channel names may contain dots). */
 function channelName(path: string): string {
-  return path.slice(path.lastIndexOf('.') + 1);
+  const at = path.lastIndexOf('channels.');
+  return at >= 0 ? path.slice(at + 'channels.'.length) : path.slice(path.lastIndexOf('.') + 1);
 }
 
 export function parseChannel(props: Record<string, unknown>, valueType: ValueType, path: string): Parsed<ModbusChannelSpec> {

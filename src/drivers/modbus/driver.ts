@@ -46,9 +46,11 @@ export class ModbusDriverImpl implements ModbusDriver {
   private spec(ch: ChannelConfig): { spec?: ModbusChannelSpec; error?: string } {
     let s = this.specs.get(ch);
     if (!s) {
-      const { value, problems } = parseChannel(ch.driverProps ?? {}, ch.valueType, `channel ${ch.name}`);
+      const prefix = `channels.${ch.name}`;
+      const { value, problems } = parseChannel(ch.driverProps ?? {}, ch.valueType, prefix);
+      // Messages already name the channel where it matters; the key is what the user fixes.
       s = hasErrors(problems)
-        ? { error: problems.filter((p) => p.severity !== 'warning').map((p) => `${p.path.slice(`channel ${ch.name}.`.length)}: ${p.message}`).join('; ') }
+        ? { error: problems.filter((p) => p.severity !== 'warning').map((p) => `${p.path.slice(prefix.length + 1)}: ${p.message}`).join('; ') }
         : { spec: value };
       this.specs.set(ch, s);
     }
