@@ -189,6 +189,8 @@ export function request(ports: Daemon['ports'], pathname: string, o: RequestOpti
       headers['content-type'] ??= 'application/json';
     }
   }
+  // Node sends a DELETE/GET body unframed unless its length is given (DELETE /identities has one).
+  if (body !== undefined) headers['content-length'] ??= String(body.length);
   const mod = secure ? https : http;
   return new Promise((resolve, reject) => {
     const req = mod.request(
