@@ -261,3 +261,22 @@ t.test('QoS 0 while offline is refused, QoS 1 after end() is refused', async (t)
   await t.rejects(dev.publish('x', Buffer.from('y'), { qos: 1 }), /stopped/);
   t.throws(() => client({ url: 'http://x' }), /unsupported broker URL scheme/);
 });
+
+t.test('reconnect delays grow exponentially, with jitter, up to the maximum', async (t) => {
+  const times: number[] = [];
+  const server = net.createServer((s) => {
+    times.push(Date.now());
+    s.destroy(); // refuse every session
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => server.close());
+  const dev = client({ url: `mqtt://127.0.0.1:${(server.address() as net.AddressInfo).port}`, reconnectMin: 40, reconnectMax: 320 });
+  dev.start();
+  await until(() => times.length >= 7, 10_000, 'seven attempts');
+  await dev.end();
+  const gaps = times.slice(1).map((x, i) => x - times[i]!);
+  // Base delays 40, 80, 160, 320, 320, 320 ms, each plus up to 50 % jitter.
+  t.ok(gaps[0]! >= 40 && gaps[3]! >= 320, `gaps ${gaps.join(',')} ms`);
+  t.ok(gaps[3]! > gaps[0]!, 'backoff grows');
+  t.ok(gaps[5]! < 320 * 1.5 + 250, 'capped at the maximum (plus jitter)');
+});

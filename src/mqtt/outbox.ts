@@ -107,6 +107,8 @@ export class Outbox {
   private discarded = 0;
   private syncs = 0;
   private closed = false;
+  /** A failed append may have left a partial record mid-file: the next flush rewrites the log. */
+  private needsRewrite = false;
   private listeners = new Set<() => void>();
 
   constructor(private readonly opts: OutboxOptions) {
@@ -245,11 +247,13 @@ export class Outbox {
     this.chain = this.chain.then(async () => {
       try {
         if (records.length > 0) {
-          if (this.shouldCompact(records.length)) await this.compact();
+          if (this.needsRewrite || this.shouldCompact(records.length)) await this.compact();
           else await this.append(records);
         }
+        this.needsRewrite = false;
         for (const w of waiters) w.resolve();
       } catch (err) {
+        this.needsRewrite = true;
         this.opts.log.error('mqtt outbox: cannot write to dataDir', { file: this.file, error: (err as Error).message });
         for (const w of waiters) w.reject(err as Error);
       }
