@@ -98,3 +98,37 @@ t.test('an upload over deploy.upload.max.bytes is 413 and leaves nothing', { ski
   t.same(fs.readdirSync(path.join(d.dataDir, 'packages')).filter((f) => f !== '.incoming'), []);
   t.same(fs.existsSync(path.join(d.dataDir, 'packages/.incoming')) ? fs.readdirSync(path.join(d.dataDir, 'packages/.incoming')) : [], []);
 });
+
+t.test('an authentication provider from a package works until the package is removed', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-deploy-e2e-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const allowed = path.join(dir, 'incoming');
+  fs.mkdirSync(allowed);
+  const dpFile = path.join(allowed, 'token-auth.dp');
+  fs.writeFileSync(dpFile, buildDp({
+    name: 'org.example.tokenauth',
+    version: '2.0',
+    files: {
+      'auth.mjs': `export function activate(api) {
+        api.registerAuthProvider({
+          name: 'device-token',
+          priority: 50,
+          authenticate(req) { return req.headers['x-device-token'] === 'let-me-in' ? 'operator' : undefined; },
+        });
+      }`,
+    },
+    extensions: ['auth.mjs'],
+  }));
+  const d = await startDaemon(t, { ...config, deploy: { 'file.allowed.dirs': [allowed] } }, { dir });
+  const token = { 'x-device-token': 'let-me-in' };
+  t.equal((await d.request('/services/deploy/v2', { headers: token })).status, 401, 'no provider yet');
+  const r = await d.request('/services/deploy/v2/_install', { method: 'POST', headers: auth('operator'), body: { url: `file://${dpFile}` } });
+  t.same([r.status, r.body], [200, '"REQUEST_RECEIVED"']);
+  t.match(await waitForJob(d, 1), { state: 'SUCCEEDED', name: 'org.example.tokenauth', version: '2.0.0' });
+  t.ok(fs.existsSync(dpFile), 'file: installs copy, the source stays');
+  const list = await d.request('/services/deploy/v2', { headers: token });
+  t.same([list.status, list.body], [200, '[{"name":"org.example.tokenauth","version":"2.0.0"}]'], 'the package\'s provider authenticates');
+  await d.request('/services/deploy/v2/org.example.tokenauth', { method: 'DELETE', headers: token });
+  t.match(await waitForJob(d, 2), { kind: 'uninstall', state: 'SUCCEEDED' });
+  t.equal((await d.request('/services/deploy/v2', { headers: token })).status, 401, 'provider gone with its package');
+});
