@@ -3,11 +3,44 @@
 // the wire; values match; a `_write` lands in the device; a dead device gives FAILURE records.
 
 import t from 'tap';
-import { startDaemon } from './helpers/daemon.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCli, startDaemon } from './helpers/daemon.js';
 import { fiftyChannels } from './helpers/modbus-fixtures.js';
 import { havePeers, startPyModbusTcp } from './helpers/pymodbus.js';
 
-if (havePeers(t, 'pymodbus')) {
+t.test('check-config names the Modbus key of every problem', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-modbus-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'bad.json');
+  fs.writeFileSync(file, JSON.stringify({
+    drivers: { plc: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '10.0.0.5', 'modbus.timeout': '1s', 'modbus.tiemout': 5 } },
+    assets: {
+      pump: {
+        'driver.pid': 'plc',
+        channels: {
+          speed: { type: 'READ', 'value.type': 'INTEGER', 'data.type': 'FLOAT32', 'memory.address': 1 },
+          flow: { type: 'READ', 'value.type': 'DOUBLE', 'primary.table': 'TABLE', 'unit.id': 300 },
+          ok: { type: 'READ', 'value.type': 'LONG', 'data.type': 'UINT64', 'memory.address': 7 },
+        },
+      },
+    },
+  }));
+  const r = runCli(['check-config', '--config', file]);
+  t.equal(r.status, 1, r.stdout);
+  for (const key of [
+    'drivers.plc.modbus.timeout: must be an integer',
+    'drivers.plc.modbus.tiemout: unknown key',
+    'assets.pump.channels.speed.data.type: channel speed: data.type FLOAT32 does not fit value.type INTEGER',
+    'assets.pump.channels.flow.primary.table: unknown value "TABLE"',
+    'assets.pump.channels.flow.unit.id: 300 is out of range (1..247)',
+  ]) t.match(r.stdout, key, key);
+  t.notMatch(r.stdout, /channels\.ok\./, 'the good channel has no problem');
+});
+
+t.test('end to end with a pymodbus device', async (t) => {
+  if (!havePeers(t, 'pymodbus')) return;
   const dev = await startPyModbusTcp(t);
   const fx = fiftyChannels();
   for (const f of fx) await dev.set(1, 'hr', f.address, f.registers);
@@ -24,7 +57,7 @@ if (havePeers(t, 'pymodbus')) {
   const auth = { authorization: `Basic ${Buffer.from('operator:secret123').toString('base64')}` };
   const json = { ...auth, 'content-type': 'application/json' };
 
-  t.test('GET _read of 50 channels is one Modbus request, with the device values', async (t) => {
+  await t.test('GET _read of 50 channels is one Modbus request, with the device values', async (t) => {
     await dev.clearRequests();
     const res = await d.request('/services/assets/pump/_read', { headers: auth });
     t.equal(res.status, 200);
@@ -44,7 +77,7 @@ if (havePeers(t, 'pymodbus')) {
     }
   });
 
-  t.test('_write of a LONG beyond 2^53 lands in the device', async (t) => {
+  await t.test('_write of a LONG beyond 2^53 lands in the device', async (t) => {
     const res = await d.request('/services/assets/pump/_write', {
       method: 'POST',
       headers: json,
@@ -55,7 +88,7 @@ if (havePeers(t, 'pymodbus')) {
     t.same(await dev.get(1, 'hr', 500, 4), [0x0020, 0, 0, 1]);
   });
 
-  t.test('a dead device: FAILURE records with HTTP 200, then recovery', async (t) => {
+  await t.test('a dead device: FAILURE records with HTTP 200, then recovery', async (t) => {
     await dev.stop();
     const res = await d.request('/services/assets/pump/_read', {
       method: 'POST',
@@ -79,4 +112,4 @@ if (havePeers(t, 'pymodbus')) {
     }
     t.same(flags, ['SUCCESS'], 'the driver reconnects once the device is back');
   });
-}
+});

@@ -139,10 +139,11 @@ class Device implements PyModbusDevice {
     });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`pymodbus did not start: ${this.stderrTail.join('\n')}`)), 10_000);
-      proc.once('exit', (code) => {
+      const early = (code: number | null) => {
         clearTimeout(timer);
         reject(new Error(`pymodbus exited with ${code}: ${this.stderrTail.join('\n')}`));
-      });
+      };
+      proc.once('exit', early);
       readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
         let ev: { ev: string; port?: number; id?: number; values?: number[] } & DeviceRequest;
         try {
@@ -152,6 +153,7 @@ class Device implements PyModbusDevice {
         }
         if (ev.ev === 'ready') {
           clearTimeout(timer);
+          proc.removeListener('exit', early);
           if (this.kind === 'tcp') this.port = ev.port!;
           resolve();
         } else if (ev.ev === 'req') {
