@@ -274,3 +274,17 @@ t.test('GPIO through REST: a write lands in the sysfs value file', async (t) => 
   const r = await c.request('/services/assets/board/_read');
   t.equal(r.json()[0].value, true);
 });
+
+t.test('hostile bodies are answered and forgotten', async (t) => {
+  const deep = await post('/services/assets/pump/_write', '['.repeat(100_000));
+  t.equal(deep.status, 400);
+  t.match(deep.body, /^Malformed JSON: Nesting deeper than 64/);
+  const digits = await post('/services/assets/pump/_write', `{"channels":[{"name":"rw_long","type":"LONG","value":${'9'.repeat(500_000)}}]}`);
+  t.equal(digits.status, 400);
+  t.equal(digits.body.length < 200, true, 'the message does not echo half a megabyte');
+  const big = await post('/services/assets/pump/_read', `{"channels":["${'x'.repeat(2 * 1024 * 1024)}"]}`);
+  t.equal(big.status, 413);
+  const badUtf8 = await c.request('/services/assets/pump/_read', { method: 'POST', body: Buffer.from([0x7b, 0xff, 0x7d]), headers: { 'content-type': 'application/json' } });
+  t.equal(badUtf8.status, 400);
+  t.equal((await c.request('/services/assets')).status, 200, 'still serving');
+});

@@ -46,6 +46,8 @@ t.test("Kura's text parsing (TypedValues.parseTypedValue)", async (t) => {
     ['LONG', '9223372036854775807', 'LONG:9223372036854775807n'],
     ['LONG', '-9223372036854775808', 'LONG:-9223372036854775808n'],
     ['LONG', '9007199254740993', 'LONG:9007199254740993n'],
+    ['LONG', '-0009223372036854775808', 'LONG:-9223372036854775808n'],
+    ['LONG', '99999999999999999999', 'error: 99999999999999999999 cannot be converted into a TypedValue of type LONG'],
     ['LONG', '9223372036854775808', 'error: 9223372036854775808 cannot be converted into a TypedValue of type LONG'],
     ['DOUBLE', '1.234', 'DOUBLE:1.234'],
     ['DOUBLE', ' 2.5d ', 'DOUBLE:2.5'],

@@ -8,7 +8,7 @@ import { HttpError, type RequestContext } from '../http/context.js';
 import { mediaType, readBody } from '../http/body.js';
 import type { Logger } from '../log.js';
 import { AssetNotFoundError, VALUE_TYPES, type AssetService, type ChannelConfig, type ChannelRecord, type TypedValue, type ValueType } from '../assets/types.js';
-import { javaDoubleText, parseValueText, valueToJson } from '../assets/values.js';
+import { clip, javaDoubleText, parseValueText, valueToJson } from '../assets/values.js';
 import { DRIVER_NOT_ATTACHED } from '../assets/service.js';
 import { JsonNumber, JsonSyntaxError, isJsonObject, parseExactJson, type ExactJson } from '../assets/json.js';
 
@@ -135,7 +135,7 @@ export function parseWriteRequest(body: { [key: string]: ExactJson }): WriteItem
   });
   return entries.map(({ name, type, text }) => {
     const value = parseValueText(type, text);
-    if (typeof value === 'string') throw new HttpError(400, `${value} (channel ${name})`);
+    if (typeof value === 'string') throw new HttpError(400, `${value} (channel ${clip(name)})`);
     return { name, value };
   });
 }

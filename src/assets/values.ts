@@ -155,9 +155,20 @@ export function valueText(v: TypedValue): string {
 // Double.parseDouble after trimming: decimal with optional exponent and f/F/d/D suffix, NaN, Infinity.
 const JAVA_DECIMAL = /^[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)$/;
 
+// Java's parseInt/parseLong syntax; leading zeros are allowed, but no more than 19 significant
+// digits are looked at (so a megabyte of digits never reaches BigInt).
+function integerText(text: string): boolean {
+  return /^[+-]?\d+$/.test(text) && text.replace(/^[+-]?0*/, '').length <= 19;
+}
+
+/** Request text quoted in a message, cut short: an error must not echo a megabyte back. */
+export function clip(text: string, max = 64): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
 /** Kura's message for text that is no value of the type (TypedValues.parseTypedValue). */
 export function notConvertible(text: string, type: ValueType): string {
-  return `${text} cannot be converted into a TypedValue of type ${type}`;
+  return `${clip(text)} cannot be converted into a TypedValue of type ${type}`;
 }
 
 /**
@@ -173,12 +184,12 @@ export function parseValueText(type: ValueType, text: string, allowNonFinite = f
     case 'BOOLEAN':
       return { type, value: text.toLowerCase() === 'true' };
     case 'INTEGER': {
-      if (!/^[+-]?\d+$/.test(text)) return fail;
+      if (!integerText(text)) return fail;
       const n = BigInt(text);
       return n >= BigInt(INT32_MIN) && n <= BigInt(INT32_MAX) ? { type, value: Number(n) } : fail;
     }
     case 'LONG': {
-      if (!/^[+-]?\d+$/.test(text)) return fail;
+      if (!integerText(text)) return fail;
       const n = BigInt(text);
       return n >= LONG_MIN && n <= LONG_MAX ? { type, value: n } : fail;
     }
