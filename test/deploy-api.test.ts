@@ -424,3 +424,18 @@ t.test('restart: packages come back in order and their code starts again', async
   t.ok(second.registry.get('persisted'), 'the plug-in driver is back after the restart');
   await second.deploy.stop();
 });
+
+t.test('stop aborts a running download instead of waiting for its timeout', async (t) => {
+  const dir3 = path.join(tmp, 'data3');
+  fs.mkdirSync(dir3);
+  const s = makeStack(dir3, { 'download.timeout': 60_000 });
+  await s.deploy.start();
+  s.deploy.requestInstall(`${originUrl}/slow`);
+  s.deploy.requestInstall(`${originUrl}/pkg/a.dp`);
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(s.deploy.recentJobs()[0]!.state, 'RUNNING');
+  // Without the abort this would wait for the 60 s download timeout (and tap's own timeout).
+  await s.deploy.stop();
+  t.match(s.deploy.recentJobs().map((j) => [j.state, j.error]), [['FAILED', /abort/i], ['FAILED', /cancelled: the daemon is stopping/]]);
+  t.same(fs.readdirSync(path.join(dir3, 'packages/.incoming')), [], 'the partial download is removed');
+});

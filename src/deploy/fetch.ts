@@ -22,6 +22,8 @@ export interface FetchOptions {
   maxRedirects: number;
   /** Absolute folders a `file:` URL must be inside. */
   allowedDirs: string[];
+  /** Aborts the transfer (daemon shutdown must not wait for a slow server). */
+  signal?: AbortSignal;
 }
 
 /** A request refused before anything is queued (contract §4: answered 400). */
@@ -98,7 +100,7 @@ async function copyLocal(file: string, dest: string, opts: FetchOptions): Promis
   const st = await fsp.stat(real);
   if (!st.isFile()) throw new Error(`${file} is not a regular file`);
   if (st.size > opts.maxBytes) throw new Error(`${file} is larger than ${opts.maxBytes} bytes`);
-  await pipeline(fs.createReadStream(real), limiter(opts.maxBytes, file), fs.createWriteStream(dest, { flags: 'wx', mode: 0o600 }));
+  await pipeline(fs.createReadStream(real), limiter(opts.maxBytes, file), fs.createWriteStream(dest, { flags: 'wx', mode: 0o600 }), { signal: opts.signal });
 }
 
 function limiter(maxBytes: number, what: string): Transform {
@@ -136,7 +138,7 @@ function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: numbe
   const named = (err: Error) => (err.message.includes(shown) ? err : new Error(`download of ${shown} failed: ${err.message}`));
   return new Promise<void>((resolve, reject) => {
     const mod = url.protocol === 'https:' ? https : http;
-    const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd' } }, (res) => {
+    const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd' }, signal: opts.signal }, (res) => {
       const status = res.statusCode ?? 0;
       if ([301, 302, 303, 307, 308].includes(status)) {
         res.resume();

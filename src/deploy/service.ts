@@ -36,6 +36,8 @@ export class DeploymentService {
   private readonly jobs: JobQueue;
   private config: DeployConfig;
   private readonly log: Logger;
+  /** Aborted at stop, so a running download does not hold up the daemon's shutdown. */
+  private readonly shutdown = new AbortController();
 
   constructor(private readonly opts: DeploymentServiceOptions) {
     this.log = opts.log.child({ component: 'deploy' });
@@ -58,8 +60,9 @@ export class DeploymentService {
     if (this.store.list().length) this.log.info('deployment packages loaded', { count: this.store.list().length });
   }
 
-  /** Stops taking jobs, waits for the running one, and stops every package's code. */
+  /** Stops taking jobs, aborts a running download, waits for the job, stops every package's code. */
   async stop(): Promise<void> {
+    this.shutdown.abort();
     await this.jobs.stop();
     await this.opts.plugins.deactivateAll();
   }
@@ -104,6 +107,7 @@ export class DeploymentService {
           maxBytes: cfg['upload.max.bytes'],
           maxRedirects: cfg['download.max.redirects'],
           allowedDirs: cfg['file.allowed.dirs'],
+          signal: this.shutdown.signal,
         });
         await this.installFile(file, job);
       } finally {
@@ -150,6 +154,7 @@ export class DeploymentService {
       timeoutMs: cfg['download.timeout'],
       maxBytes: MAX_DESCRIPTOR_BYTES,
       maxRedirects: cfg['download.max.redirects'],
+      signal: this.shutdown.signal,
     });
     return descriptorFromXml(xml, cfg['gateway.version']);
   }
