@@ -51,7 +51,7 @@ t.before(async () => {
             notype: { 'value.type': 'INTEGER' },
           },
         },
-        slow: { 'driver.pid': 'sim', channels: { tick: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter', delay: 1000 } } },
+        slow: { 'driver.pid': 'sim', channels: { tick: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter', delay: 2000 } } },
         orphan: { 'driver.pid': 'gone', channels: { x: { type: 'READ', 'value.type': 'INTEGER', unit: 'C' } } },
         board: { 'driver.pid': 'io', channels: { led: { type: 'READ_WRITE', 'value.type': 'BOOLEAN', 'resource.name': 'LED1', 'resource.direction': 'OUTPUT' } } },
         polled: { 'driver.pid': 'sim', 'poll.interval': 50, channels: { n: { type: 'READ', 'value.type': 'LONG', simulation: 'counter' } } },
@@ -287,4 +287,28 @@ t.test('hostile bodies are answered and forgotten', async (t) => {
   const badUtf8 = await c.request('/services/assets/pump/_read', { method: 'POST', body: Buffer.from([0x7b, 0xff, 0x7d]), headers: { 'content-type': 'application/json' } });
   t.equal(badUtf8.status, 400);
   t.equal((await c.request('/services/assets')).status, 200, 'still serving');
+});
+
+t.test('SIGHUP applies a changed assets section; a bad one keeps the running assets', async (t) => {
+  const cfg = (channels: Record<string, unknown>) => ({
+    identities: { op: { password: 'secret123', permissions: ['rest.assets'] } },
+    drivers: { sim: { factory: 'simulator' } },
+    assets: { a: { 'driver.pid': 'sim', channels } },
+  });
+  const d2 = await startDaemon(t, cfg({ x: { type: 'READ_WRITE', 'value.type': 'INTEGER', initial: 1 } }));
+  const c2 = basic(d2, 'op', 'secret123');
+  t.same((await c2.request('/services/assets/a')).json().map((ch: any) => ch.name), ['x']);
+  const written = JSON.parse(fs.readFileSync(d2.configFile, 'utf8'));
+  written.assets = cfg({ y: { type: 'READ', 'value.type': 'STRING', simulation: 'constant', initial: 'new' } }).assets;
+  written.assets.b = { 'driver.pid': 'sim', channels: {} };
+  fs.writeFileSync(d2.configFile, JSON.stringify(written));
+  d2.signal('SIGHUP');
+  await d2.waitForLog(/configuration reloaded/);
+  t.same((await c2.request('/services/assets')).json(), ['a', 'b']);
+  t.same((await c2.request('/services/assets/a/_read')).json().map((r: any) => [r.name, r.value]), [['y', 'new']]);
+  written.assets.a.channels.y['value.type'] = 'NUMBER';
+  fs.writeFileSync(d2.configFile, JSON.stringify(written));
+  d2.signal('SIGHUP');
+  await d2.waitForLog(/reload refused: keeping the running configuration/);
+  t.same((await c2.request('/services/assets/a/_read')).json().map((r: any) => r.value), ['new'], 'still the previous assets');
 });
