@@ -92,6 +92,29 @@ t.test('service life cycle', mosquittoSkip(), async (t) => {
     await svc.stop();
   });
 
+  t.test('malformed TLS material is a configuration error naming the key, not a crash', async (t) => {
+    const garbage = `${dataDir}/garbage.pem`;
+    fs.writeFileSync(garbage, 'not a certificate');
+    for (const [raw, key] of [
+      [{ 'tls.ca': garbage }, 'mqtt.tls.ca'],
+      [{ 'tls.ca': c.ca, 'tls.cert': c.clientCert, 'tls.key': garbage }, 'mqtt.tls.cert'],
+    ] as const) {
+      const lines: string[] = [];
+      const svc = makeService(
+        runtime,
+        dataDir,
+        mqttConfig({ 'broker-url': `mqtts://127.0.0.1:${broker.tlsPort}`, 'client-id': 'badpem', ...raw }),
+        createLogger('debug', (l) => lines.push(l)),
+      );
+      await svc.start();
+      await new Promise((r) => setTimeout(r, 200));
+      t.notOk(svc.isConnected);
+      t.ok(lines.some((l) => l.includes(`key=${key}`) && l.includes('msg="mqtt not started"')), `names ${key}`);
+      t.notOk(lines.some((l) => l.includes('not a certificate')), 'file content not logged');
+      await svc.stop();
+    }
+  });
+
   t.test('disabled, then enabled and disabled again by reconfiguration', async (t) => {
     const watcherLines: string[] = [];
     const on = mqttConfig({ 'broker-url': broker.url, 'client-id': 'toggle', 'topic.context.account-name': 'acct' });

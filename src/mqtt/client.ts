@@ -8,6 +8,7 @@
 // callback: a malformed packet, a refused CONNACK or a silent broker closes the socket and the
 // reconnect loop takes over.
 
+import { X509Certificate } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -59,7 +60,15 @@ interface PendingAck {
   reject: (err: Error) => void;
 }
 
-export class MqttError extends Error {}
+export class MqttError extends Error {
+  /** The option at fault, when one is (`url`, `tls.ca`, `tls.cert`). */
+  constructor(
+    message: string,
+    readonly option?: string,
+  ) {
+    super(message);
+  }
+}
 
 const CONNACK_REASONS: Record<number, string> = {
   1: 'unacceptable protocol version',
@@ -74,12 +83,12 @@ export function parseBrokerUrl(url: string): { host: string; port: number; secur
   try {
     u = new URL(url);
   } catch {
-    throw new MqttError(`invalid broker URL: ${url}`);
+    throw new MqttError(`invalid broker URL: ${url}`, 'url');
   }
   const scheme = u.protocol.replace(/:$/, '');
   const secure = ['mqtts', 'ssl', 'tls'].includes(scheme);
-  if (!secure && !['mqtt', 'tcp'].includes(scheme)) throw new MqttError(`unsupported broker URL scheme: ${scheme}`);
-  if (!u.hostname) throw new MqttError(`broker URL without host: ${url}`);
+  if (!secure && !['mqtt', 'tcp'].includes(scheme)) throw new MqttError(`unsupported broker URL scheme: ${scheme}`, 'url');
+  if (!u.hostname) throw new MqttError(`broker URL without host: ${url}`, 'url');
   const port = u.port ? Number(u.port) : secure ? 8883 : 1883;
   // IPv6 literals come back bracketed from URL.
   return { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port, secure };
@@ -109,12 +118,30 @@ export class MqttClient extends EventEmitter {
   /** Wanted subscriptions, restored after each reconnect. */
   private readonly subscriptions = new Map<string, 0 | 1>();
   private readonly log: Logger;
+  private readonly secureContext?: tls.SecureContext;
 
   constructor(private readonly opts: MqttClientOptions) {
     super();
     this.log = opts.log;
-    // Validate now so a bad URL is a configuration error, not a retry loop.
-    parseBrokerUrl(opts.url);
+    // Validate now so a bad URL or unusable TLS material is a configuration error, not a retry loop
+    // (tls.connect throws synchronously on a malformed PEM).
+    if (parseBrokerUrl(opts.url).secure) this.secureContext = MqttClient.secureContextOf(opts.tls ?? {});
+  }
+
+  private static secureContextOf(t: { ca?: Buffer; cert?: Buffer; key?: Buffer }): tls.SecureContext {
+    // OpenSSL's reason (e.g. "PEM routines::no start line") names the problem, never the content.
+    const reason = (err: unknown) => String((err as Error).message).replace(/^error:[0-9A-F]+:/, '');
+    try {
+      // createSecureContext silently ignores a CA file without a certificate; parse it ourselves.
+      if (t.ca) new X509Certificate(t.ca);
+    } catch (err) {
+      throw new MqttError(`unusable CA certificate: ${reason(err)}`, 'tls.ca');
+    }
+    try {
+      return tls.createSecureContext({ ca: t.ca, cert: t.cert, key: t.key });
+    } catch (err) {
+      throw new MqttError(`unusable client certificate or key: ${reason(err)}`, 'tls.cert');
+    }
   }
 
   get isConnected(): boolean {
@@ -138,20 +165,19 @@ export class MqttClient extends EventEmitter {
       socket.setNoDelay(true);
       this.sendConnect();
     };
-    if (secure) {
-      const t = this.opts.tls ?? {};
-      socket = tls.connect({
-        host,
-        port,
-        ca: t.ca,
-        cert: t.cert,
-        key: t.key,
-        servername: net.isIP(host) ? undefined : host,
-      });
-      socket.once('secureConnect', onConnected);
-    } else {
-      socket = net.connect({ host, port });
-      socket.once('connect', onConnected);
+    try {
+      if (secure) {
+        socket = tls.connect({ host, port, secureContext: this.secureContext, servername: net.isIP(host) ? undefined : host });
+        socket.once('secureConnect', onConnected);
+      } else {
+        socket = net.connect({ host, port });
+        socket.once('connect', onConnected);
+      }
+    } catch (err) {
+      // Never expected after the constructor's checks; still, a timer callback must not throw.
+      this.log.error('mqtt cannot open a connection', { broker: `${host}:${port}`, error: (err as Error).message });
+      this.scheduleReconnect();
+      return;
     }
     this.socket = socket;
     const parser = mqttPacket.parser({ protocolVersion: 4 });

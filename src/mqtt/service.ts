@@ -22,7 +22,7 @@ import type { AssetService, ChannelRecord } from '../assets/types.js';
 import type { Logger } from '../log.js';
 import { VERSION } from '../version.js';
 import { AssetV1Handler } from './asset-v1/handler.js';
-import { MqttClient, type MqttMessage } from './client.js';
+import { MqttClient, MqttError, type MqttMessage } from './client.js';
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { Outbox, type OutboxMessage, type OutboxStats } from './outbox.js';
@@ -210,7 +210,9 @@ export class MqttService {
         log: this.log,
       });
     } catch (err) {
-      this.log.error('mqtt not started', { key: 'mqtt.broker-url', error: (err as Error).message });
+      const option = err instanceof MqttError ? err.option : undefined;
+      const key = option === 'url' ? 'mqtt.broker-url' : option ? `mqtt.${option}` : 'mqtt';
+      this.log.error('mqtt not started', { key, error: (err as Error).message });
       return;
     }
     client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, handler, topic, payload));
