@@ -1,7 +1,9 @@
 // changePassword: check order, strength rules, session end (Kura RestServiceTest 27, 28, 37–42;
 // derived checks D2–D4, D20, D21).
 import t from 'tap';
-import { startDaemon, type Daemon } from './helpers/daemon.js';
+import fs from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startDaemon } from './helpers/daemon.js';
 import { Browser, login } from './helpers/session-client.js';
 
 const S = '/services/session/v1';
@@ -106,25 +108,28 @@ t.test('38–42: strength rules, first failing rule reported, in Kura order', as
     ['non-ASCII counts as special', rules(4, false, true), 'abcdé', undefined],
     ['42 all rules satisfied', rules(4, true, true, true), '1validPW@', undefined],
   ];
-  let daemons = new Map<string, Daemon>();
+  // One daemon; the console section is changed with SIGHUP between cases (contract §1).
+  const d = await startDaemon(t, { rest: { 'login.throttle.max.delay': 0 }, console: rules(1), identities: flaggedFoo });
+  const cfg = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  let reloads = 0;
+  let password = 'bar';
   for (const [name, console, pw, failure] of cases) {
-    const key = JSON.stringify(console);
-    let d = daemons.get(key);
-    if (!d) {
-      d = await startDaemon(t, { rest: { 'login.throttle.max.delay': 0 }, console, identities: flaggedFoo });
-      daemons.set(key, d);
-    }
-    const b = await login(d, 'foo', 'bar');
-    const r = await change(b, 'bar', pw);
+    cfg.console = console;
+    fs.writeFileSync(d.configFile, JSON.stringify(cfg));
+    d.signal('SIGHUP');
+    reloads++;
+    while (d.logs.filter((l) => l.includes('configuration reloaded')).length < reloads) await sleep(20);
+    const b = await login(d, 'foo', password);
+    const r = await change(b, password, pw);
     if (failure) {
       t.equal(r.status, 400, name);
       t.same(r.json(), { message: PREFIX + failure }, name);
     } else {
       t.equal(r.status, 204, name);
       t.equal((await new Browser(d).loginPassword('foo', pw)).status, 200, `${name}: the new password works`);
+      password = pw;
     }
   }
-  daemons = new Map();
 });
 
 t.test('changePassword with BASIC and with a certificate-only identity', async (t) => {
