@@ -105,7 +105,7 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
-      bb = busboy({ headers: ctx.req.headers, limits: { files: 1, fileSize: max, fields: 20, parts: 40, fieldSize: 64 * 1024 } });
+      bb = busboy({ headers: ctx.req.headers, limits: { files: 5, fileSize: max, fields: 20, parts: 40, fieldSize: 64 * 1024 } });
     } catch {
       ctx.req.resume();
       reject(new HttpError(400, 'Bad request: malformed multipart/form-data'));
@@ -115,7 +115,6 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
     let out: fs.WriteStream | undefined;
     let writing: Promise<void> | undefined;
     let filename = '';
-    let tooLarge = false;
     let settled = false;
     const fail = (err: HttpError) => {
       if (settled) return;
@@ -136,10 +135,7 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
         return;
       }
       filename = info.filename ?? '';
-      stream.on('limit', () => {
-        tooLarge = true;
-        fail(new HttpError(413, `Upload larger than ${max} bytes`));
-      });
+      stream.on('limit', () => fail(new HttpError(413, `Upload larger than ${max} bytes`)));
       const file = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
       out = file;
       writing = new Promise<void>((res, rej) => {
@@ -152,7 +148,7 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
     });
     bb.on('error', () => fail(new HttpError(400, 'Bad request: malformed multipart/form-data')));
     bb.on('close', () => {
-      if (settled || tooLarge) return;
+      if (settled) return;
       if (!writing) {
         fail(new HttpError(400, 'Bad request: no part named "file"'));
         return;
