@@ -138,8 +138,10 @@ t.test("Kura's failure messages", async (t) => {
 });
 
 t.test('validation names each key', async (t) => {
-  const inst = gpioFactory.validateInstance({ 'gpio.sysfs.root': '', pins: { LED: -1, OK: 4 } }, 'drivers.g');
+  const inst = gpioFactory.validateInstance({ 'gpio.sysfs.root': 'relative/gpio', pins: { LED: -1, OK: 4 } }, 'drivers.g');
   t.same(inst.map((p) => p.path), ['drivers.g.gpio.sysfs.root', 'drivers.g.pins.LED']);
+  const missing = gpioFactory.validateInstance({ 'gpio.sysfs.root': '/nonexistent/gpio' }, 'drivers.g');
+  t.same(missing.map((p) => p.severity), ['warning'], 'a missing sysfs root is a warning');
   const ip = { pins: { LED1: 17 } };
   const ok = gpioFactory.validateChannel({ 'resource.name': 'LED1', 'resource.direction': 'OUTPUT', 'resource.trigger': 'NONE' }, 'BOOLEAN', 'c', ip);
   t.same(ok, []);

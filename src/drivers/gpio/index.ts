@@ -7,6 +7,8 @@
 // Kura's placeholders `#select resource` / `#select direction` mean "unset": the configuration is
 // accepted with a warning and the channel fails with Kura's message, as in Kura (check 48).
 
+import { existsSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import type { ChannelConfig, TypedValue, ValueType } from '../../assets/types.js';
 import type { ChannelResult, Driver, DriverContext, DriverFactory, Problem, WriteRequest } from '../driver.js';
 import { GpioError, SysfsGpio, type LineSetup } from './sysfs.js';
@@ -179,7 +181,11 @@ class GpioDriver implements Driver {
 function validateInstance(props: Record<string, unknown>, path: string): Problem[] {
   const p: Problem[] = [];
   const root = props['gpio.sysfs.root'];
-  if (root !== undefined && (typeof root !== 'string' || root === '')) p.push({ path: `${path}.gpio.sysfs.root`, message: 'expected a non-empty directory path' });
+  if (root !== undefined && (typeof root !== 'string' || !isAbsolute(root))) p.push({ path: `${path}.gpio.sysfs.root`, message: 'expected an absolute directory path' });
+  else if (!existsSync((root as string | undefined) ?? DEFAULT_SYSFS_ROOT)) {
+    // Contract §5: a missing referenced file is a warning (the board may not be provisioned yet).
+    p.push({ path: `${path}.gpio.sysfs.root`, message: `directory not found: ${root ?? DEFAULT_SYSFS_ROOT}: GPIO channels fail until it exists`, severity: 'warning' });
+  }
   if (props.pins !== undefined) {
     if (!isObject(props.pins)) p.push({ path: `${path}.pins`, message: 'expected an object of pin names to line numbers' });
     else {
