@@ -94,6 +94,7 @@ t.test('malformed and malicious archives are refused', async (t) => {
     ['NUL in name', buildZip([{ name: 'a\u0000b', data: 'x' }]), /control character/],
     ['symlink', buildZip([{ name: 'link', data: '/etc/passwd', unixMode: 0o120777 }]), /symbolic links/],
     ['duplicate entry', buildZip([{ name: 'a', data: '1' }, { name: 'A', data: '2' }]), /duplicate entry/],
+    ['file used as a folder', buildZip([{ name: 'a', data: '1' }, { name: 'A/b', data: '2' }]), /A\/b: inside "a", which is a file/],
     ['local name differs', buildZip([{ name: 'a', localName: 'b', data: '1' }]), /local header names/],
     ['encrypted', buildZip([{ name: 'a', data: '1', flags: 1 }]), /encrypted/],
     ['unknown method', buildZip([{ name: 'a', data: '1', methodNumber: 12 }]), /method 12/],

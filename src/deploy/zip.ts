@@ -234,6 +234,16 @@ async function readDirectory(fh: fsp.FileHandle, fileSize: number, lim: ZipLimit
     entries.push({ name, isDirectory: name.endsWith('/'), method, crc32: crc, compressedSize, size, localOffset });
   }
 
+  // A file cannot also be a folder: `a` and `a/b` together could not be extracted.
+  const files = new Set(entries.filter((e) => !e.isDirectory).map((e) => e.name.toLowerCase()));
+  for (const e of entries) {
+    const segs = e.name.toLowerCase().split('/');
+    for (let i = 1; i < segs.length; i++) {
+      const parent = segs.slice(0, i).join('/');
+      if (files.has(parent)) throw new ZipError(`${e.name}: inside ${JSON.stringify(parent)}, which is a file`);
+    }
+  }
+
   // Every local header must be where the directory says, and the entries' data must not overlap
   // one another or the directory: overlapping entries are the classic way to build a zip bomb whose
   // declared sizes all look reasonable.
