@@ -181,6 +181,9 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
     const [ra, rn] = parse(ro!.body);
     t.equal(ra.channels[0].error, 'Channel type not within expected types (WRITE or READ_WRITE)');
     t.same(rn, { name: 'nope', error: 'Asset not found' });
+    await req.kura('dev', 'EXEC/write', '[{"name":"a","channels":[{"name":"c1","type":"INTEGER","value":"5"}]},{"name":"a","channels":[{"name":"c1","type":"INTEGER","value":"6"}]}]');
+    const seq = parse((await req.kura('dev', 'EXEC/read', '[{"name":"a","channels":[{"name":"c1"}]}]'))!.body);
+    t.equal(seq[0].channels[0].value, '6', 'entries written in request order');
     const emptyCh = await req.kura('dev', 'EXEC/write', '[{"name":"a","channels":[]}]');
     t.same(parse(emptyCh!.body), [{ name: 'a', channels: [] }]);
   });

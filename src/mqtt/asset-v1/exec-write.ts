@@ -86,6 +86,10 @@ async function writeOne(assets: AssetService, req: WriteRequest): Promise<AssetR
   return { name: req.name, channels: entries as ChannelEntry[] };
 }
 
-export function execWrite(assets: AssetService, reqs: WriteRequest[]): Promise<AssetResult[]> {
-  return Promise.all(reqs.map((r) => writeOne(assets, r)));
+/** Entries are written one after the other, in request order: two entries for the same channel end
+ * with the second value, as with Kura's sequential loop. */
+export async function execWrite(assets: AssetService, reqs: WriteRequest[]): Promise<AssetResult[]> {
+  const out: AssetResult[] = [];
+  for (const r of reqs) out.push(await writeOne(assets, r));
+  return out;
 }
