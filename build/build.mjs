@@ -25,6 +25,17 @@ await build({
   // mqtt-packet pulls readable-stream through bl; Node's own stream is the same API.
   alias: { 'readable-stream': 'node:stream', debug: path.join(root, 'build', 'shims', 'debug.cjs') },
   define: { __GATEWAYD_VERSION__: JSON.stringify(pkg.version) },
+  plugins: [
+    {
+      // busboy's urlencoded parser is never used (uploads are multipart/form-data only).
+      name: 'drop-busboy-urlencoded',
+      setup(b) {
+        b.onResolve({ filter: /^\.\/types\/urlencoded$/ }, (args) =>
+          args.importer.includes(`${path.sep}busboy${path.sep}`) ? { path: path.join(root, 'build', 'shims', 'busboy-urlencoded.cjs') } : undefined,
+        );
+      },
+    },
+  ],
   logLevel: 'warning',
 });
 

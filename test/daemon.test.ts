@@ -5,9 +5,15 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { startDaemon } from './helpers/daemon.js';
+import { startDaemon, type Daemon, type RequestOptions } from './helpers/daemon.js';
+
+// An operator the tests authenticate as with BASIC (the seeded admin must change its password first).
+const OPERATOR = { password: 'op-secret-1', permissions: ['rest.assets'], passwordChangeNeeded: false };
+const AUTH = `Basic ${Buffer.from(`operator:${OPERATOR.password}`).toString('base64')}`;
+const get = (d: Daemon, p: string, o: RequestOptions = {}) => d.request(p, { ...o, headers: { authorization: AUTH, ...o.headers } });
 
 const demo = {
+  identities: { operator: OPERATOR },
   drivers: { sim: { factory: 'simulator' } },
   assets: {
     demo: { 'driver.pid': 'sim', channels: { temperature: { type: 'READ', 'value.type': 'DOUBLE', unit: 'C', simulation: 'sine' } } },
@@ -18,8 +24,8 @@ t.test('ready line after every listener accepts; HTTPS with a self-signed certif
   const d = await startDaemon(t, demo, { http: 2, https: 1 });
   const ready = d.logs.find((l) => l.includes('msg="gatewayd ready"'))!;
   for (const p of [...d.ports.http, ...d.ports.https]) t.match(ready, new RegExp(`:${p}\\b`), `ready line names port ${p}`);
-  for (const p of d.ports.http) t.equal((await d.request('/services/assets', { port: p })).status, 200);
-  const viaTls = await d.request('/services/assets/demo/_read', { port: d.ports.https[0], tls: true });
+  for (const p of d.ports.http) t.equal((await get(d, '/services/assets', { port: p })).status, 200);
+  const viaTls = await get(d, '/services/assets/demo/_read', { port: d.ports.https[0], tls: true });
   t.equal(viaTls.status, 200);
   t.equal(viaTls.json()[0].name, 'temperature');
 
@@ -43,8 +49,8 @@ t.test('ready line after every listener accepts; HTTPS with a self-signed certif
 t.test('a client-auth port without a truststore is not opened and the daemon still starts', async (t) => {
   const d = await startDaemon(t, demo, { http: 1, clientAuth: 1 });
   t.ok(d.logs.some((l) => /level=warn msg="client-auth ports not opened: truststore missing"/.test(l)));
-  t.equal((await d.request('/services/assets')).status, 200);
-  await t.rejects(d.request('/services/assets', { port: d.ports.clientAuth[0], tls: true }));
+  t.equal((await get(d, '/services/assets')).status, 200);
+  await t.rejects(get(d, '/services/assets', { port: d.ports.clientAuth[0], tls: true }));
 });
 
 t.test('a port in use stops the start with a clear error', async (t) => {
@@ -69,7 +75,7 @@ t.test('SIGHUP applies a new configuration; a bad file keeps the old one and say
   fs.writeFileSync(d.configFile, JSON.stringify(cfg));
   d.signal('SIGHUP');
   await d.waitForLog(/msg="configuration reloaded"/);
-  t.same((await d.request('/services/assets')).json(), ['demo', 'second']);
+  t.same((await get(d, '/services/assets')).json(), ['demo', 'second']);
 
   cfg.assets.third = { 'driver.pid': 'nope', channels: {} };
   cfg.rest = { 'auth.basic.enabeld': true };
@@ -78,12 +84,12 @@ t.test('SIGHUP applies a new configuration; a bad file keeps the old one and say
   await d.waitForLog(/msg="reload refused: keeping the running configuration"/);
   t.ok(d.logs.some((l) => /msg="reload refused: configuration problem" key=rest.auth.basic.enabeld problem="unknown key"/.test(l)));
   t.ok(d.logs.some((l) => /key=assets.third.driver.pid/.test(l)));
-  t.same((await d.request('/services/assets')).json(), ['demo', 'second'], 'old configuration still served');
+  t.same((await get(d, '/services/assets')).json(), ['demo', 'second'], 'old configuration still served');
 
   fs.writeFileSync(d.configFile, '{ not json');
   d.signal('SIGHUP');
   await d.waitForLog(/not valid JSON/);
-  t.equal((await d.request('/services/assets')).status, 200, 'still serving');
+  t.equal((await get(d, '/services/assets')).status, 200, 'still serving');
 });
 
 t.test('an older gatewayd refuses a dataDir written in a newer format', async (t) => {
