@@ -1,9 +1,10 @@
 // Marketplace descriptor rules as tables: URL checks (Kura's order and messages), the version
-// transformation, the compatibility rule, and the XML reader's edges.
+// transformation, the compatibility rule, the XML reader's edges, and the deploy config section.
 
 import t from 'tap';
 import { DescriptorRequestError, compatibilityVersion, descriptorApiUrl, descriptorFromXml, isCompatible, nodeIdOf } from '../src/deploy/descriptor.js';
 import { parseXml, textContent } from '../src/deploy/xml.js';
+import { validateDeploySection } from '../src/deploy/config.js';
 
 const MP = 'https://marketplace.eclipse.org/marketplace-client-intro?mpc_install=';
 
@@ -83,4 +84,28 @@ t.test('XML reader', async (t) => {
     ['', /no root element/],
   ];
   for (const [x, re] of bad) t.throws(() => parseXml(x), re, x);
+});
+
+t.test('the deploy config section', async (t) => {
+  const d = validateDeploySection(undefined);
+  t.same(d.problems, []);
+  t.same(d.value, {
+    'marketplace.url': 'https://marketplace.eclipse.org', 'gateway.version': '5.4.0', 'upload.max.bytes': 67108864,
+    'download.timeout': 60000, 'download.max.redirects': 5, 'file.allowed.dirs': ['/tmp'], 'trust.anchors': [],
+  });
+  const bad = validateDeploySection({
+    'marketplace.url': 'ftp://x', 'upload.max.bytes': 0, 'download.timeout': 1.5, 'download.max.redirects': 99,
+    'file.allowed.dirs': '/tmp', 'trust.anchors': ['relative.pem', '/nonexistent/key.pem'], typo: 1,
+  }, 'deploy');
+  t.same(bad.problems.map((p) => [p.path, p.severity]), [
+    ['deploy.typo', 'error'],
+    ['deploy.marketplace.url', 'error'],
+    ['deploy.upload.max.bytes', 'error'],
+    ['deploy.download.timeout', 'error'],
+    ['deploy.download.max.redirects', 'error'],
+    ['deploy.file.allowed.dirs', 'error'],
+    ['deploy.trust.anchors[0]', 'error'],
+    ['deploy.trust.anchors[1]', 'warning'],
+  ]);
+  t.equal(validateDeploySection({ 'marketplace.url': 'http://h:1/mp/' }).value['marketplace.url'], 'http://h:1/mp', 'trailing slash dropped');
 });

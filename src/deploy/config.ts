@@ -2,7 +2,8 @@
 // `download.max.redirects` and `trust.anchors` (see src/deploy/signature.ts).
 
 import type { Problem } from '../drivers/driver.js';
-import { arrayOf, num, problem, section, str, type Validator } from '../config/schema.js';
+import fs from 'node:fs';
+import { arrayOf, num, problem, section, str, warning, type Validator } from '../config/schema.js';
 
 export interface DeployConfig {
   /** Base of the marketplace API: `<base>/node/<id>/api/p` is fetched for `_packageDescriptor`. */
@@ -48,6 +49,9 @@ const trustAnchor: Validator<string> = (raw, path, p) => {
   const s = str({ nonEmpty: true })(raw, path, p);
   if (s && !s.startsWith('-----BEGIN ') && !s.startsWith('/')) {
     problem(p, path, 'expected PEM text ("-----BEGIN PUBLIC KEY-----…") or the absolute path of a PEM file');
+  } else if (s.startsWith('/') && !fs.existsSync(s)) {
+    // Contract §5: a missing referenced file is a warning; installs then fail closed until it exists.
+    warning(p, path, `file not found: ${s} (every package install will be refused)`);
   }
   return s;
 };
