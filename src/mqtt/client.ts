@@ -245,7 +245,8 @@ export class MqttClient extends EventEmitter {
     this.subAcks.clear();
     this.unsubAcks.clear();
     if (wasConnected) {
-      this.log.warn('mqtt connection lost', { clientId: this.opts.clientId });
+      if (this.stopped) this.log.info('mqtt disconnected', { clientId: this.opts.clientId });
+      else this.log.warn('mqtt connection lost', { clientId: this.opts.clientId });
       this.emit('offline');
     }
     this.emit('close');
