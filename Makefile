@@ -49,5 +49,13 @@ bench: deps test-deps build
 	npx tsc --noEmit -p bench
 	$(NODE) bench/out/run.mjs $(BENCH_ARGS)
 
+# The firmware image tree (README "Installing into a firmware image"): make install DESTDIR=… PREFIX=/usr
+install: build
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" sh build/install.sh
+
+# The bundle on Debian's armhf nodejs under qemu-user: start, login, read the demo asset, stop.
+arm-check: build
+	sh build/arm-check.sh
+
 clean:
 	rm -rf dist .tap
