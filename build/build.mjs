@@ -4,11 +4,14 @@
 import { build } from 'esbuild';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
-const outfile = path.join(root, 'dist', 'gatewayd.js');
+// GATEWAYD_OUTFILE / GATEWAYD_VERSION / GATEWAYD_BUILD_PLUGIN (a module whose default export is an
+// esbuild plugin): second builds for the over-the-air test (test/ota.test.ts), same code path.
+const outfile = process.env.GATEWAYD_OUTFILE ? path.resolve(process.env.GATEWAYD_OUTFILE) : path.join(root, 'dist', 'gatewayd.js');
+const extraPlugins = process.env.GATEWAYD_BUILD_PLUGIN ? [(await import(pathToFileURL(path.resolve(process.env.GATEWAYD_BUILD_PLUGIN)).href)).default] : [];
 const LIMIT = 256 * 1024;
 
 await build({
@@ -24,8 +27,9 @@ await build({
   sourcemap: false,
   // mqtt-packet pulls readable-stream through bl; Node's own stream is the same API.
   alias: { 'readable-stream': 'node:stream', debug: path.join(root, 'build', 'shims', 'debug.cjs') },
-  define: { __GATEWAYD_VERSION__: JSON.stringify(pkg.version) },
+  define: { __GATEWAYD_VERSION__: JSON.stringify(process.env.GATEWAYD_VERSION || pkg.version) },
   plugins: [
+    ...extraPlugins,
     {
       // busboy's urlencoded parser is never used (uploads are multipart/form-data only).
       name: 'drop-busboy-urlencoded',
