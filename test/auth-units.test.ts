@@ -137,3 +137,24 @@ t.test('throttle windows', async (t) => {
 t.test('gsonJson escapes like Gson', async (t) => {
   t.equal(gsonJson({ message: "a<b>&c='d'" }), '{"message":"a\\u003cb\\u003e\\u0026c\\u003d\\u0027d\\u0027"}');
 });
+
+t.test('hash limiter: bounded concurrency and queue', async (t) => {
+  const { HashLimiter } = await import('../src/auth/password-hash.js');
+  const l = new HashLimiter(1, 2);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let running = 0;
+  let peak = 0;
+  const job = () => l.run(async () => {
+    running++;
+    peak = Math.max(peak, running);
+    await gate;
+    running--;
+  });
+  const jobs = [job(), job(), job()];
+  await t.rejects(job(), /too many password checks/, 'a fourth waits nowhere: refused');
+  release();
+  await Promise.all(jobs);
+  t.equal(peak, 1, 'never more than one at once');
+  t.equal(l.computed, 3);
+});

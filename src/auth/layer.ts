@@ -12,7 +12,7 @@ import { HttpError, type RequestContext } from '../http/context.js';
 import type { Logger } from '../log.js';
 import { BasicCache, parseBasic } from './basic.js';
 import { IdentityStore, type Identity } from './identity-store.js';
-import { safeEqual } from './password-hash.js';
+import { HashBusyError, safeEqual } from './password-hash.js';
 import {
   AuthProviderRegistry, BASIC_PRIORITY, CERTIFICATE_PRIORITY, SESSION_PRIORITY,
   type AuthRequest, type AuthResult, type IdentityView,
@@ -281,7 +281,14 @@ export class AuthLayer {
     const before = this.identities.get(name);
     const creds = { user: name, password };
     if (cached && before && this.basicCache.has(creds, before.credentials)) return { identity: before, throttled: false };
-    const identity = await this.identities.verifyPassword(name, password);
+    let identity: Identity | undefined;
+    try {
+      identity = await this.identities.verifyPassword(name, password);
+    } catch (err) {
+      if (!(err instanceof HashBusyError)) throw err;
+      this.log.warn('password attempt refused: too many password checks in progress', { identity: name, address });
+      return { throttled: true };
+    }
     this.log.debug('password hash computed', { identity: name });
     if (!identity) {
       this.throttle.failed(name, address);

@@ -78,16 +78,35 @@ export function safeEqual(a: Buffer | string, b: Buffer | string): boolean {
   return crypto.timingSafeEqual(x, y);
 }
 
-/** Counts how many scrypt computations ran (tests read it through a debug log line). */
+/** Hashes allowed to wait for a turn; beyond that a password check is refused at once. */
+const MAX_WAITING = 32;
+
+/** Thrown when too many password checks are already waiting (a flood): answered like a throttle. */
+export class HashBusyError extends Error {
+  constructor() {
+    super('too many password checks in progress');
+  }
+}
+
+/**
+ * Bounds the memory and CPU password hashing can take: at most `max` scrypt computations at once
+ * and `maxWaiting` queued; a flood of logins beyond that is refused instead of piling up.
+ */
 export class HashLimiter {
   private active = 0;
   private queue: (() => void)[] = [];
   computed = 0;
 
-  constructor(private readonly max = MAX_CONCURRENT) {}
+  constructor(
+    private readonly max = MAX_CONCURRENT,
+    private readonly maxWaiting = MAX_WAITING,
+  ) {}
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.max) await new Promise<void>((r) => this.queue.push(r));
+    if (this.active >= this.max) {
+      if (this.queue.length >= this.maxWaiting) throw new HashBusyError();
+      await new Promise<void>((r) => this.queue.push(r));
+    }
     this.active++;
     try {
       this.computed++;
