@@ -151,6 +151,14 @@ t.test('custom providers', async (t) => {
     t.equal((await req(ASSETS, { headers: { 'x-example-username': 'foo', 'x-example-password': 'nope' } })).status, 401);
   });
 
+  t.test('a provider that never answers is given up after 5 s; the request goes on', async (t) => {
+    const p = { name: 'hangs', priority: 1, authenticate: () => new Promise<undefined>(() => {}) };
+    providers.register(p);
+    t.teardown(() => providers.unregister(p));
+    const r = await req(ASSETS, { headers: basicHeader('foo', 'bar'), timeoutMs: 9000 });
+    t.equal(r.status, 200, 'BASIC after the hung provider');
+  });
+
   t.test('malformed providers are refused with the reason', async (t) => {
     t.throws(() => providers.register({ name: 'x' }), /authenticate must be a function/);
     t.throws(() => providers.register({ authenticate() {} }), /needs a name/);

@@ -173,7 +173,7 @@ export class AuthLayer {
       steps.push({
         name: p.name,
         priority: p.priority ?? Number.MAX_SAFE_INTEGER,
-        run: async (ctx) => nameOf(await p.authenticate(this.authRequest(ctx))),
+        run: async (ctx) => nameOf(await withTimeout(p.authenticate(this.authRequest(ctx)), CUSTOM_PROVIDER_TIMEOUT_MS, p.name)),
       });
     }
     // Stable: built-ins stay ahead of a custom provider of the same priority.
@@ -330,6 +330,18 @@ export class AuthLayer {
       verifyPassword: async (name, password) => (await this.checkPassword(String(name), String(password), ctx.remoteAddress, true)).identity !== undefined,
     };
   }
+}
+
+// A package's provider that never answers must not hold every request of the gateway with it.
+const CUSTOM_PROVIDER_TIMEOUT_MS = 5000;
+
+function withTimeout<T>(v: T | Promise<T>, ms: number, name: string): Promise<T> | T {
+  if (v === null || typeof v !== 'object' || typeof (v as { then?: unknown }).then !== 'function') return v;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`provider ${name} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([Promise.resolve(v), late]).finally(() => clearTimeout(timer));
 }
 
 function nameOf(r: AuthResult): string | undefined {
