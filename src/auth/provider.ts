@@ -24,7 +24,8 @@
 // returns must be an identity of the store to pass any role check (§10); a name that is not only
 // reaches routes without a role. Returning nothing passes the request on to the next provider. A
 // provider that throws or rejects is treated as returning nothing (logged at debug level). Providers
-// must not write the response. They run on the event loop: do not block.
+// must not write the response. They run on the event loop: do not block; a provider that has not
+// answered after 5 s is treated as declining (and logged at debug level).
 //
 // Deviation from Kura (COMPATIBILITY.md): providers with equal priorities all run, in registration
 // order (Kura keeps one per priority and silently ignores the other).
