@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { HttpServer } from '../src/http/server.js';
 import { silentLogger } from '../src/log.js';
 import { DriverRegistry } from '../src/drivers/registry.js';
@@ -15,7 +15,7 @@ import { PluginHost } from '../src/plugins/host.js';
 import { DeploymentService } from '../src/deploy/service.js';
 import { validateDeploySection } from '../src/deploy/config.js';
 import { mountDeployApi } from '../src/api/deploy.js';
-import { buildDp, buildZip, exampleDriverExtension } from './helpers/dp.js';
+import { buildDp, buildZip, exampleDriverExtension, commandWorks } from './helpers/dp.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-deploy-api-'));
 t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -24,14 +24,7 @@ const outside = path.join(tmp, 'outside');
 fs.mkdirSync(allowed);
 fs.mkdirSync(outside);
 
-const hasCurl = (() => {
-  try {
-    execFileSync('curl', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasCurl = commandWorks('curl', ['--version']);
 if (!hasCurl && process.env.CI === 'true') t.fail('curl is required under CI');
 
 // ---- the package server and marketplace stub ----

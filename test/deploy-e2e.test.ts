@@ -8,16 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile, execFileSync } from 'node:child_process';
 import { startDaemon, type Daemon } from './helpers/daemon.js';
-import { buildDp, exampleDriverExtension } from './helpers/dp.js';
+import { buildDp, exampleDriverExtension, commandWorks } from './helpers/dp.js';
 
-const hasCurl = (() => {
-  try {
-    execFileSync('curl', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasCurl = commandWorks('curl', ['--version']);
 if (!hasCurl && process.env.CI === 'true') t.fail('curl is required under CI');
 
 const PASSWORD = 'Deploy-Test-1';

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { ZipArchive, ZipError, crc32, unsafePathReason } from '../src/deploy/zip.js';
 import { ManifestError, parseManifest, readPackageManifest } from '../src/deploy/manifest.js';
 import { compareVersions, normaliseVersion, parseVersion } from '../src/deploy/version.js';
-import { buildDp, buildZip, manifestText, type ZipEntrySpec, type ZipOptions } from './helpers/dp.js';
+import { buildDp, buildZip, manifestText, type ZipEntrySpec, type ZipOptions, commandWorks } from './helpers/dp.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-zip-'));
 t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -52,15 +52,7 @@ t.test('good archives', async (t) => {
   }
 });
 
-function hasZipCommand(): boolean {
-  try {
-    execFileSync('zip', ['-v'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const zipMissing = !hasZipCommand();
+const zipMissing = !commandWorks('zip', ['-v']);
 if (zipMissing && process.env.CI === 'true') t.fail('the zip command is required under CI');
 
 t.test('archives made by the zip command read back', { skip: zipMissing && 'zip command not installed' }, async (t) => {

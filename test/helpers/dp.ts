@@ -2,6 +2,7 @@
 // ones: every field the reader checks can be overridden so a test can lie about it.
 
 import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
 import { crc32 } from '../../src/deploy/zip.js';
 
 export interface ZipEntrySpec {
@@ -160,4 +161,14 @@ export function activate(api) {
 export function deactivate() { globalThis.__gatewaydExampleDeactivated = (globalThis.__gatewaydExampleDeactivated ?? 0) + 1; }
 export function ticksSoFar() { return ticks; }
 `;
+}
+
+/** Whether a peer command the deploy tests use (zip, curl) runs at all. */
+export function commandWorks(cmd: string, args: string[]): boolean {
+  try {
+    execFileSync(cmd, args, { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
 }
