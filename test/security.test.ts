@@ -17,6 +17,7 @@ import { startDaemon, type Response } from './helpers/daemon.js';
 import { Browser, basic, login } from './helpers/session-client.js';
 import { buildDp, buildZip } from './helpers/dp.js';
 import { freePort } from './helpers/ports.js';
+import http from 'node:http';
 import { haveOpenssl } from './helpers/certs.js';
 
 const S = '/services/session/v1';
@@ -158,6 +159,32 @@ t.test('every API answer carries no-store and nosniff', async (t) => {
     t.match(String(r.headers['cache-control']), /(^|,\s*)no-store(\s*,|$)/, `${name}: Cache-Control no-store`);
     t.equal(r.headers['x-content-type-options'], 'nosniff', `${name}: nosniff`);
   }
+});
+
+t.test('keep-alive: an error answer keeps the connection unless a body was left unread (then it says close)', async (t) => {
+  // Found by robust/fuzz-http.mjs: a synchronous 404 used to destroy the kept-alive socket without
+  // `Connection: close`, so the client's next request on it was reset.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const get = (p: string, method = 'GET', body?: string) =>
+    new Promise<{ status: number; connection?: string; reused: boolean }>((resolve, reject) => {
+      const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'text/plain', 'content-length': String(body.length + 10) };
+      const req = http.request({ host: '127.0.0.1', port: d.ports.http[0], path: p, method, agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, reused: req.reusedSocket }));
+      });
+      req.on('error', reject);
+      if (body === undefined) req.end();
+      else req.write(body); // declared longer than sent: the daemon answers without reading it all
+    });
+  for (let i = 0; i < 5; i++) {
+    const r = await get('/nowhere');
+    t.same([r.status, r.connection], [404, 'keep-alive'], `404 #${i} keeps the connection`);
+    if (i > 0) t.ok(r.reused, 'and the socket is reused');
+  }
+  const refused = await get(`${S}/login/password`, 'POST', '{"username":');
+  t.same([refused.status, refused.connection], [415, 'close'], 'an unread body: the answer says Connection: close');
+  t.equal((await get(`${S}/authenticationInfo`)).status, 200, 'the next request goes out on a fresh socket');
 });
 
 t.test('a full session life: forced password change, identity edits, wrong tokens and cookies', async (t) => {

@@ -216,11 +216,15 @@ export class HttpServer {
       this.log.error('request failed', { method: ctx.method, path: ctx.path, error: (err as Error)?.message ?? String(err) });
       httpErr = new HttpError(500, INTERNAL);
     }
+    // A body we refused to read must not be parsed as the next request on this connection: close it,
+    // and say so, or a keep-alive client sends its next request into a dying socket. A bodiless
+    // request is not yet `complete` when a synchronous 404/405 lands here: keep that one alive.
+    const unread = !ctx.req.complete && (ctx.req.headers['transfer-encoding'] !== undefined || Number(ctx.req.headers['content-length'] ?? 0) !== 0);
+    if (unread) ctx.res.setHeader('connection', 'close');
     if (route) route.family.onError(ctx, httpErr);
     else if (httpErr.bodiless) ctx.empty(httpErr.status, httpErr.headers);
     else ctx.text(httpErr.status, httpErr.message, httpErr.headers);
-    // A body we refused to read must not be parsed as the next request on this connection.
-    if (!ctx.req.complete) ctx.res.once('finish', () => ctx.req.socket.destroy());
+    if (unread) ctx.res.once('finish', () => ctx.req.socket.destroy());
   }
 
   /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then closes every socket. */
