@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// The robustness harness: `make robustness` (bounded, CI-sized) and `make soak` (bigger counts).
+// Attacks a running gatewayd (the built dist/gatewayd.js) part by part and prints one table:
+// cases tried, failures, 5xx answers, crashes, bytes of state lost, RSS before/after.
+//
+//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,broker,powercut] [--seed=N]
+//
+// Exit status 1 when any part has a failure (or could not run under CI=true), 0 otherwise.
+// A part whose capability or peer is missing is reported as NOT RUN with the reason, never faked.
+
+import { cleanup } from './lib/daemon.mjs';
+
+const args = process.argv.slice(2);
+const soak = args.includes('--soak');
+const partsArg = args.find((a) => a.startsWith('--parts='))?.slice(8);
+const seed = Number(args.find((a) => a.startsWith('--seed='))?.slice(7) ?? 9);
+
+// Bounded run: about 5–8 minutes on 2 cores. Soak: the same attacks, longer.
+const SIZES = soak
+  ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300 }
+  : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50 };
+
+const PARTS = {
+  fuzz: async () => (await import('./fuzz-http.mjs')).runFuzz({ count: SIZES.fuzz, seed }),
+  hostile: async () => (await import('./hostile.mjs')).runHostile({ slowloris: SIZES.slowloris, loginFlood: SIZES.loginFlood }),
+  field: async () => (await import('./field.mjs')).runField({}),
+  broker: async () => (await import('./broker.mjs')).runBroker({ restarts: SIZES.brokerRestarts }),
+  powercut: async () => (await import('./powercut.mjs')).runPowerCuts({ cuts: SIZES.powerCuts, seed }),
+};
+const selected = partsArg ? partsArg.split(',') : Object.keys(PARTS);
+
+const mb = (b) => (b ? `${(b / 1048576).toFixed(1)} MB` : '-');
+
+function table(rows) {
+  const head = ['part', 'cases', 'failures', '5xx', 'crashes', 'state lost', 'RSS before', 'RSS after (peak)'];
+  const body = rows.map((r) =>
+    r.notRun
+      ? [r.part, 'NOT RUN', '-', '-', '-', '-', '-', '-']
+      : [r.part, String(r.cases), String(r.failures), String(r.http5xx), String(r.crashes), `${r.lostBytes} B`, mb(r.rssBefore), `${mb(r.rssAfter)}${r.rssPeak ? ` (${mb(r.rssPeak)})` : ''}`],
+  );
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(head), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...body.map(line)].join('\n');
+}
+
+process.on('SIGINT', () => {
+  cleanup();
+  process.exit(130);
+});
+
+const rows = [];
+const started = Date.now();
+let exitCode = 0;
+console.log(`gatewayd robustness run (${soak ? 'soak' : 'bounded'}), parts: ${selected.join(', ')}, seed ${seed}`);
+for (const name of selected) {
+  const part = PARTS[name];
+  if (!part) {
+    console.error(`unknown part ${name}; parts are ${Object.keys(PARTS).join(', ')}`);
+    process.exit(2);
+  }
+  const t0 = Date.now();
+  console.log(`\n## ${name}`);
+  try {
+    const res = await part();
+    rows.push(res.row);
+    for (const n of res.notes ?? []) console.log(`  ${n}`);
+    if (res.row.notRun) {
+      console.log(`  NOT RUN: ${res.row.reason}`);
+      if (process.env.CI === 'true') exitCode = 1;
+    }
+    for (const f of res.failures ?? []) console.log(`  FAILURE [${f.kind}] seed=${f.seed ?? '-'} ${f.request}\n      → ${f.detail}`);
+    for (const l of res.internalErrors ?? []) console.log(`  daemon error line: ${l}`);
+    if (res.row.failures > 0 || res.row.crashes > 0 || res.row.lostBytes > 0) exitCode = 1;
+  } catch (err) {
+    rows.push({ part: name, notRun: true, reason: err.message });
+    console.log(`  HARNESS ERROR: ${err.stack ?? err}`);
+    exitCode = 1;
+  } finally {
+    cleanup();
+  }
+  console.log(`  (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+}
+console.log(`\n${table(rows)}`);
+console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s; ${exitCode === 0 ? 'no failures' : 'FAILURES (see above)'}`);
+process.exit(exitCode);
