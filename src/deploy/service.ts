@@ -163,9 +163,8 @@ export class DeploymentService {
     const { pkg, replaced } = await this.store.install(file);
     job.name = pkg.name;
     job.version = pkg.version;
-    // The old version's code stops before the new one starts, so names (driver factories) are free.
-    if (replaced) await this.opts.plugins.deactivate(replaced.name);
     this.log.info('package installed', { package: pkg.name, version: pkg.version, replaced: replaced?.version });
+    // activate() first stops a replaced version's code, so its names (driver factories) are free.
     try {
       await this.opts.plugins.activate(this.loadable(pkg));
     } catch (err) {
