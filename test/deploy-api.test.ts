@@ -236,7 +236,7 @@ t.test('redirects are followed up to the limit; failures are visible in _jobs', 
 });
 
 t.test('file: installs copy, never move, and stay inside the allowed folders', async (t) => {
-  const src = save('c.dp', buildDp({ name: 'c', version: '2' }), allowed);
+  const src = save('..c.dp', buildDp({ name: 'c', version: '2' }), allowed); // a name starting with `..` is still inside
   t.equal((await install(`file://${src}`)).body, '"REQUEST_RECEIVED"');
   await deploy.idle();
   t.match(lastJob(), { state: 'SUCCEEDED', name: 'c' });

@@ -47,7 +47,7 @@ export function redactUrl(raw: string): string {
 function inside(file: string, dirs: string[]): boolean {
   return dirs.some((d) => {
     const rel = path.relative(path.resolve(d), file);
-    return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+    return rel !== '' && rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
   });
 }
 
