@@ -184,3 +184,19 @@ t.test('passwd on a device that never started seeds the store first', async (t) 
   t.same(stored.identities.map((i: { name: string }) => i.name), ['admin', 'op']);
   t.equal(stored.identities[0].passwordChangeNeeded, false);
 });
+
+t.test('an unreadable or newer identity store stops the daemon instead of re-seeding factory passwords', async (t) => {
+  for (const [name, content, why] of [
+    ['garbage', '{"formatVersion": 1, "identities": [', /identity store .* is unreadable/],
+    ['newer format', '{"formatVersion": 2, "identities": []}', /unknown format \(expected formatVersion 1\)/],
+  ] as const) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-badstore-'));
+    t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+    fs.mkdirSync(path.join(dir, 'data'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'data', 'identities.json'), content);
+    const d = await startDaemon(t, {}, { dir, noWait: true });
+    t.equal(await d.exited, 1, name);
+    t.ok(d.logs.some((l) => why.test(l)), `${name}: says why`);
+    t.equal(fs.readFileSync(path.join(dir, 'data', 'identities.json'), 'utf8'), content, `${name}: file left alone`);
+  }
+});
