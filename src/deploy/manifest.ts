@@ -49,7 +49,6 @@ export function parseManifest(text: string): Manifest {
   const main = new Map<string, string>();
   const sectionList: Map<string, string>[] = [];
   let current = main;
-  let inMain = true;
   let startingSection = false;
   let last: string | undefined;
   for (let i = 0; i < lines.length; i++) {
@@ -57,10 +56,7 @@ export function parseManifest(text: string): Manifest {
     const where = `line ${i + 1}`;
     if (line === '') {
       // A blank line ends the current section; the next non-blank line starts a `Name:` section.
-      if (!startingSection) {
-        startingSection = true;
-        inMain = false;
-      }
+      startingSection = true;
       last = undefined;
       continue;
     }
@@ -75,7 +71,7 @@ export function parseManifest(text: string): Manifest {
     const value = line.slice(colon + 2);
     if (!HEADER_NAME.test(name) || name.length > 70) throw new ManifestError(`${where}: invalid header name ${JSON.stringify(name)}`);
     const key = name.toLowerCase();
-    if (!inMain && startingSection) {
+    if (startingSection) {
       if (key !== 'name') throw new ManifestError(`${where}: a section must start with "Name:"`);
       // The section's Name may itself be continued, so sections are keyed once complete (below).
       current = new Map();
