@@ -76,10 +76,13 @@ t.test('SIGHUP applies rest and console without dropping sessions', async (t) =>
   const cfg = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
   cfg.rest = { 'auth.basic.enabled': false, 'session.inactivity.interval': 1 };
   cfg.console = { 'new.password.min.length': 12, 'access.banner.enabled': true, 'access.banner.content': 'hi' };
+  cfg.identities = { foo: { password: 'changed-in-file', permissions: [] } };
   fs.writeFileSync(d.configFile, JSON.stringify(cfg));
   d.signal('SIGHUP');
   await d.waitForLog(/configuration reloaded/);
   t.equal((await b.request(ASSETS)).status, 200, 'the session survived the reload');
+  t.ok(d.logs.some((l) => /identities in the configuration only seed a new dataDir/.test(l)), 'an edited identities section is reported');
+  t.equal((await new Browser(d).loginPassword('foo', 'bar')).status, 200, 'and does not change the store');
   t.equal((await d.request(ASSETS, { headers: basic })).status, 401, 'BASIC now off');
   t.equal((await d.request('/services/identity/v1/passwordRequirements')).json().passwordMinimumLength, 12);
   t.equal((await d.request(`${S}/authenticationInfo`)).json().message, 'hi');

@@ -81,6 +81,7 @@ export class AuthLayer {
   readonly basicCache = new BasicCache();
   rest: RestConfig;
   console: ConsoleConfig;
+  private seeds: string;
 
   private constructor(
     config: Config,
@@ -90,6 +91,7 @@ export class AuthLayer {
   ) {
     this.rest = config.rest;
     this.console = config.console;
+    this.seeds = JSON.stringify(config.identities);
     this.sessions = new SessionStore(config.rest['session.max.count'], config.rest['session.inactivity.interval']);
     this.throttle = new LoginThrottle(config.rest['login.throttle.max.delay']);
     identities.onChange((name, kind) => {
@@ -129,6 +131,11 @@ export class AuthLayer {
 
   /** rest and console sections on SIGHUP; sessions are kept (contract §1). */
   async reconfigure(config: Config): Promise<void> {
+    if (JSON.stringify(config.identities) !== this.seeds) {
+      // Contract §2: the section only seeds an empty dataDir; say so rather than ignore an edit silently.
+      this.log.warn('identities in the configuration only seed a new dataDir: use the identity API or gatewayd passwd', { file: config.file });
+      this.seeds = JSON.stringify(config.identities);
+    }
     this.rest = config.rest;
     this.console = config.console;
     this.sessions.maxCount = config.rest['session.max.count'];
