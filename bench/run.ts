@@ -23,7 +23,7 @@ type Name = keyof typeof SECTIONS;
 
 function parse(argv: string[]): { only: Name[]; opt: Options } {
   let only = Object.keys(SECTIONS) as Name[];
-  const opt: Options = { repeats: 3, seconds: 3, quick: false };
+  const opt: Options = { repeats: 5, seconds: 2, quick: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--only') {
@@ -43,8 +43,10 @@ const loadStart = os.loadavg()[0];
 const res = new Results();
 for (const name of only) {
   process.stderr.write(`bench: ${name}\n`);
+  const t0 = Date.now();
   try {
     await SECTIONS[name](res, opt);
+    res.sectionSeconds[name] = Math.round((Date.now() - t0) / 1000);
   } catch (err) {
     // One broken section must not lose the others' figures; the failure is in the report.
     const msg = (err as Error).message.split('\n')[0];
@@ -63,7 +65,7 @@ const commit = (() => {
 const run = { generatedAt: new Date().toISOString(), machine: machine(), repeats: opt.repeats, seconds: opt.seconds, durationS: (Date.now() - started) / 1000, commit, loadAverage: { start: loadStart, end: os.loadavg()[0] }, sections: only };
 const outDir = opt.quick ? path.join(ROOT, 'bench', 'out') : path.join(ROOT, 'bench');
 fs.mkdirSync(outDir, { recursive: true });
-fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify({ ...run, notes: res.notes, rows: res.rows }, null, 2) + '\n');
+fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify({ ...run, sectionSeconds: res.sectionSeconds, notes: res.notes, rows: res.rows }, null, 2) + '\n');
 const md = markdown(run, res);
 fs.writeFileSync(path.join(outDir, 'RESULTS.md'), md);
 process.stdout.write(md);

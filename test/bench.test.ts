@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseWrk } from '../bench/lib/proc.js';
-import { launcherNodeFlags } from '../bench/lib/gatewayd.js';
+import { launcherEnv, launcherNodeFlags } from '../bench/lib/gatewayd.js';
 import { median, percentile, round } from '../bench/lib/stats.js';
 import { Results } from '../bench/lib/results.js';
 
@@ -81,4 +81,13 @@ t.test('rows: medians, ratio to the baseline, goal verdicts', async (t) => {
   res.notMeasured('Footprint', 'f', 'f', 'x', 'no launcher');
   t.equal(res.rows.at(-1)!.verdict, 'not measured');
   t.equal(res.rows.at(-1)!.note, 'no launcher');
+});
+
+t.test('launcher environment', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-bench-launcher-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const f = path.join(dir, 'gatewayd');
+  t.same(launcherEnv(f), {}, 'no launcher, no environment');
+  fs.writeFileSync(f, '#!/bin/sh\nexport MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}\nexport UV_THREADPOOL_SIZE=2\nexport NODE_OPTIONS="--jitless"\nFOO=1\nexec node "$x"\n');
+  t.same(launcherEnv(f), { MALLOC_ARENA_MAX: '2', UV_THREADPOOL_SIZE: '2' }, 'exported defaults; NODE_OPTIONS counts as flags');
 });

@@ -22,16 +22,39 @@ export interface Gatewayd {
   stop(): Promise<void>;
 }
 
-export async function startGatewayd(scope: Scope, config: Record<string, any>, opts: { nodeArgs?: string[] } = {}): Promise<Gatewayd> {
+export interface StartOptions {
+  /**
+   * Run through the packaged launcher (rootfs/usr/bin/gatewayd) exactly as the image does: its node
+   * flags and its environment (malloc arenas, thread pool), with the bundle staged where it looks.
+   */
+  launcher?: boolean;
+  /** Reuse this directory (and its dataDir): a restart instead of a first boot. */
+  dir?: string;
+}
+
+export async function startGatewayd(scope: Scope, config: Record<string, any>, opts: StartOptions = {}): Promise<Gatewayd> {
   if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} missing: run make build`);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-bench-'));
-  scope.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-bench-'));
+  if (!opts.dir) scope.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  let command = [process.execPath, BUNDLE];
+  if (opts.launcher) {
+    // <prefix>/bin/gatewayd finds <prefix>/lib/gatewayd/gatewayd.mjs beside itself.
+    const bin = path.join(dir, 'image', 'usr', 'bin');
+    const lib = path.join(dir, 'image', 'usr', 'lib', 'gatewayd');
+    fs.mkdirSync(bin, { recursive: true });
+    fs.mkdirSync(lib, { recursive: true });
+    fs.copyFileSync(LAUNCHER, path.join(bin, 'gatewayd'));
+    fs.copyFileSync(BUNDLE, path.join(lib, 'gatewayd.mjs'));
+    // The launcher runs `node` from PATH: make it this very node.
+    command = ['/bin/sh', path.join(bin, 'gatewayd')];
+  }
   const cfg = structuredClone(config);
   cfg.dataDir ??= path.join(dir, 'data');
   const file = path.join(dir, 'gatewayd.json');
   fs.writeFileSync(file, JSON.stringify(cfg, null, 2));
   const t0 = process.hrtime.bigint();
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), BUNDLE, '--config', file], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = opts.launcher ? { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` } : process.env;
+  const proc = spawn(command[0], [...command.slice(1), '--config', file], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   const stop = async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
@@ -60,6 +83,17 @@ export async function startGatewayd(scope: Scope, config: Record<string, any>, o
     }
   });
   return { proc, pid: proc.pid!, dir, readyMs, logs, stop };
+}
+
+/** The environment the launcher exports (`export NAME=${NAME:-default}` or `export NAME=value`). */
+export function launcherEnv(file = LAUNCHER): Record<string, string> {
+  const env: Record<string, string> = {};
+  if (!fs.existsSync(file)) return env;
+  for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
+    const m = /^\s*export\s+([A-Za-z_]\w*)=(?:\$\{\1:-([^}]*)\}|["']?([^"'\s$]*)["']?)\s*$/.exec(raw);
+    if (m && m[1] !== 'NODE_OPTIONS') env[m[1]] = m[2] ?? m[3] ?? '';
+  }
+  return env;
 }
 
 /**

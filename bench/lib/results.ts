@@ -36,6 +36,7 @@ export interface Row {
 export class Results {
   rows: Row[] = [];
   notes: string[] = [];
+  sectionSeconds: Record<string, number> = {};
 
   /** Adds a figure measured `runs` times on each side; the medians and their ratio are reported. */
   add(section: Section, id: string, what: string, unit: string, gw: number[], baseline: string, base: number[], goal?: Goal, note?: string): Row {
@@ -97,7 +98,9 @@ export function markdown(run: { generatedAt: string; machine: Record<string, str
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryMiB} MiB RAM, ${m.os}; Node ${m.node}, wrk ${m.wrk}, Mosquitto ${m.mosquitto}, pymodbus ${m.pymodbus}.`,
     `1-minute load average at the start ${run.loadAverage.start.toFixed(2)}, at the end ${run.loadAverage.end.toFixed(2)} (anything above ~0.5 means other work shared the cores, and the absolute figures, more than the ratios, suffer).`,
     '',
-    `Every figure is the median of ${run.repeats} repetitions; the baseline runs in the same \`make bench\`,`,
+    `Seconds per section: ${Object.entries(res.sectionSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}.`,
+    '',
+    `Every figure is the median of ${run.repeats} repetitions (footprint: ${Math.min(3, run.repeats)}); the baseline runs in the same \`make bench\`,`,
     'interleaved with gatewayd (gatewayd, baseline, gatewayd, …), on the same machine. Ratio = gatewayd ÷ baseline.',
     'Load generators run in processes of their own (wrk with one thread for HTTP, so client and server have a core each).',
     '`bench/results.json` has every repetition.',

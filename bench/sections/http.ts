@@ -77,7 +77,7 @@ export async function httpSection(res: Results, opt: Options): Promise<void> {
     const newConns = { gw: [] as number[], bare: [] as number[], resumed: [] as number[] };
     for (let rep = 0; rep < opt.repeats; rep++) {
       for (const k of contenders) {
-        await runWrk(k.url, k.headers, { seconds: 1, connections: CONNECTIONS }); // warm-up (JIT, TLS)
+        if (rep === 0) await runWrk(k.url, k.headers, { seconds: 1, connections: CONNECTIONS }); // warm-up (JIT, TLS)
         const r = await runWrk(k.url, k.headers, { seconds: opt.seconds, connections: CONNECTIONS });
         if (r.bad > 0) throw new Error(`${k.name}: ${r.bad} non-200 answers or socket errors in ${r.requests} requests`);
         k.runs.push(r);
