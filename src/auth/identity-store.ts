@@ -136,14 +136,19 @@ export class IdentityStore {
     const stored = id.passwordHash;
     if (!(await this.hasher.verify(password, stored))) return undefined;
     if (needsRehash(stored)) {
-      const fresh = await this.hasher.hash(password);
-      await this.mutate(() => {
-        const cur = this.identities.get(name);
-        // Only if nobody changed it meanwhile; the stamp stays, so sessions are kept.
-        if (cur && cur.passwordHash === stored) this.identities.set(name, { ...cur, passwordHash: fresh });
-        return [];
-      });
-      this.log.info('password hash upgraded to scrypt', { identity: name });
+      try {
+        const fresh = await this.hasher.hash(password);
+        await this.mutate(() => {
+          const cur = this.identities.get(name);
+          // Only if nobody changed it meanwhile; the stamp stays, so sessions are kept.
+          if (cur && cur.passwordHash === stored) this.identities.set(name, { ...cur, passwordHash: fresh });
+          return [];
+        });
+        this.log.info('password hash upgraded to scrypt', { identity: name });
+      } catch (err) {
+        // The login itself succeeded; the upgrade is retried at the next one.
+        this.log.warn('password hash upgrade failed', { identity: name, error: (err as Error).message });
+      }
     }
     return this.identities.get(name);
   }
@@ -216,11 +221,14 @@ export class IdentityStore {
    * passwd` on a running device works at once. Skipped while a write of ours is in flight.
    */
   refreshIfChanged(): void {
-    if (this.pending > 0) return;
+    if (this.pending === 0) this.safeSync();
+  }
+
+  private safeSync(): void {
     try {
       this.syncFromDisk();
     } catch (err) {
-      // Keep serving from memory; the next write will replace the bad file.
+      // Keep serving from memory; the next write replaces the bad file.
       this.log.error('identity store on disk is unusable; keeping the identities in memory', { error: (err as Error).message });
       this.stamp = this.fileStamp();
     }
@@ -243,7 +251,7 @@ export class IdentityStore {
       }
     };
     const apply = async () => {
-      this.syncFromDisk();
+      this.safeSync();
       const backup = new Map(this.identities);
       const changed = change();
       if (changed.length === 0 && this.identities.size === backup.size && [...backup].every(([k, v]) => this.identities.get(k) === v)) return;
