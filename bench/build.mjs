@@ -14,6 +14,7 @@ const entries = {
   'mqtt-echo': 'baselines/mqtt-echo.ts',
   'mqtt-load': 'load/mqtt-load.ts',
   'modbus-client': 'load/modbus-client.ts',
+  'rtu-raw': 'load/rtu-raw.ts',
 };
 
 const outdir = path.join(here, 'out');
