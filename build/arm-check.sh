@@ -13,6 +13,8 @@
 set -eu
 
 cd "$(dirname "$0")/.."
+# A test runner's NODE_OPTIONS (preloaded hooks from the host's node_modules) is not for the device.
+unset NODE_OPTIONS
 ARM_ROOT=${ARM_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/gatewayd-armhf}
 BUNDLE=${BUNDLE:-dist/gatewayd.js}
 SYSROOT=$ARM_ROOT/sysroot
@@ -30,6 +32,7 @@ fi
 if [ -z "$QEMU_ARM" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing qemu-user (Debian package; registers no architecture with dpkg)"
+    apt-get update -qq >/dev/null 2>&1 || :
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user >/dev/null
     QEMU_ARM=$(command -v qemu-arm)
   else
