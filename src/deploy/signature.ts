@@ -23,13 +23,18 @@ import { PackageError } from './store.js';
 export const SIGNATURE_PATH = 'META-INF/GATEWAYD.SIG';
 const HEADER = 'gatewayd-dp-signature-v1\n';
 
-/** The signed text for a package's files. */
-export function signedText(files: { name: string; data: Buffer }[]): Buffer {
+/** The signed text for a package's files, given their SHA-256 digests (hex). */
+export function signedTextOfDigests(files: { name: string; sha256: string }[]): Buffer {
   const lines = files
     .filter((f) => !f.name.endsWith('/') && f.name !== SIGNATURE_PATH)
     .sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)))
-    .map((f) => `${crypto.createHash('sha256').update(f.data).digest('hex')}  ${f.name}\n`);
+    .map((f) => `${f.sha256}  ${f.name}\n`);
   return Buffer.from(HEADER + lines.join(''), 'utf8');
+}
+
+/** The signed text for a package's files. */
+export function signedText(files: { name: string; data: Buffer }[]): Buffer {
+  return signedTextOfDigests(files.map((f) => ({ name: f.name, sha256: crypto.createHash('sha256').update(f.data).digest('hex') })));
 }
 
 function digestFor(key: crypto.KeyObject): string | null {
@@ -61,9 +66,14 @@ export function signatureCheck(anchors: string[]): ArchiveCheck {
     const sigEntry = zip.get(SIGNATURE_PATH);
     if (!sigEntry) throw new PackageError(`package is not signed (${SIGNATURE_PATH} is missing) and deploy.trust.anchors is set`);
     const sig = Buffer.from((await zip.read(sigEntry)).toString('ascii').trim(), 'base64');
-    const files: { name: string; data: Buffer }[] = [];
-    for (const e of zip.entries) if (!e.isDirectory && e.name !== SIGNATURE_PATH) files.push({ name: e.name, data: await zip.read(e) });
-    const text = signedText(files);
+    const files: { name: string; sha256: string }[] = [];
+    for (const e of zip.entries) {
+      if (e.isDirectory || e.name === SIGNATURE_PATH) continue;
+      const hash = crypto.createHash('sha256');
+      for await (const chunk of zip.chunks(e)) hash.update(chunk);
+      files.push({ name: e.name, sha256: hash.digest('hex') });
+    }
+    const text = signedTextOfDigests(files);
     const ok = keys.some((k) => {
       try {
         return crypto.verify(digestFor(k), text, k, sig);

@@ -222,10 +222,10 @@ async function extract(zip: ZipArchive, dest: string, manifest: PackageManifest)
       continue;
     }
     await ensureDir(path.dirname(target));
-    const data = await zip.read(entry).catch((err) => {
+    // Streamed: a large file never sits whole in memory. A bad entry aborts the whole install.
+    await writeDurably(target, zip.chunks(entry)).catch((err) => {
       throw asPackageError(err);
     });
-    await writeDurably(target, data);
   }
   // Extensions named `.js` are ES modules (see src/plugins/api.ts): tell Node so, unless the package
   // brings its own package.json at the root.
@@ -236,10 +236,11 @@ async function extract(zip: ZipArchive, dest: string, manifest: PackageManifest)
   for (const d of [...dirs].sort((a, b) => b.length - a.length)) await syncDir(d);
 }
 
-async function writeDurably(file: string, data: Buffer | string): Promise<void> {
+async function writeDurably(file: string, data: string | AsyncIterable<Buffer>): Promise<void> {
   const fh = await fsp.open(file, 'wx', 0o600);
   try {
-    await fh.writeFile(data);
+    if (typeof data === 'string') await fh.writeFile(data);
+    else for await (const chunk of data) await fh.write(chunk);
     await fh.sync();
   } finally {
     await fh.close();

@@ -10,9 +10,10 @@
 
 import fsp from 'node:fs/promises';
 import zlib from 'node:zlib';
-import { promisify } from 'node:util';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 
-const inflateRaw = promisify(zlib.inflateRaw) as (buf: Buffer, opts: zlib.ZlibOptions) => Promise<Buffer>;
+const CHUNK = 64 * 1024;
 
 export interface ZipLimits {
   /** Most entries (files and folders) an archive may have. */
@@ -121,35 +122,59 @@ export class ZipArchive {
 
   /** The entry's content, inflated and CRC-checked. */
   async read(entry: ZipEntry): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    for await (const chunk of this.chunks(entry)) parts.push(chunk);
+    return Buffer.concat(parts);
+  }
+
+  /**
+   * The entry's content in chunks of at most 64 KiB, so a large file is extracted without being
+   * held in memory (the daemon may run under a tight memory limit). Inflation stops as soon as the
+   * output passes the declared size (already bounded by the limits): a bomb whose header lies ends
+   * there. Size and CRC-32 are checked at the end; a consumer must discard what it got on error.
+   */
+  async *chunks(entry: ZipEntry): AsyncGenerator<Buffer> {
     const head = await readAt(this.fh, entry.localOffset, LOC_LEN);
     // The name/extra lengths of the local header may differ from the central ones (APPNOTE 4.4.10).
     const dataStart = entry.localOffset + LOC_LEN + head.readUInt16LE(26) + head.readUInt16LE(28);
-    const raw = await readAt(this.fh, dataStart, entry.compressedSize);
-    let data: Buffer;
+    const raw = rawChunks(this.fh, dataStart, entry.compressedSize);
+    let size = 0;
+    let crc = 0;
     if (entry.method === 0) {
-      data = raw;
+      for await (const c of raw) {
+        size += c.length;
+        crc = crc32(c, crc);
+        yield c;
+      }
     } else {
+      const inflater = zlib.createInflateRaw({ chunkSize: CHUNK });
+      // Feed the inflater in the background; its errors surface through the iteration below.
+      void pipeline(Readable.from(raw), inflater).catch(() => {});
       try {
-        // Never more than the declared size (already bounded by the limits): a bomb whose header
-        // lies stops here instead of filling memory.
-        data = await inflateRaw(raw, { maxOutputLength: Math.max(1, entry.size) });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
-          throw new ZipError(`${entry.name}: inflates to more than its declared size ${entry.size}`);
+        for await (const c of inflater as AsyncIterable<Buffer>) {
+          size += c.length;
+          if (size > entry.size) throw new ZipError(`${entry.name}: inflates to more than its declared size ${entry.size}`);
+          crc = crc32(c, crc);
+          yield c;
         }
+      } catch (err) {
+        if (err instanceof ZipError) throw err;
         throw new ZipError(`${entry.name}: corrupt deflate data`);
+      } finally {
+        inflater.destroy();
       }
     }
-    if (data.length !== entry.size) {
-      throw new ZipError(`${entry.name}: size ${data.length} differs from the declared ${entry.size}`);
-    }
-    if (crc32(data) !== entry.crc32) throw new ZipError(`${entry.name}: CRC-32 mismatch`);
-    return data;
+    if (size !== entry.size) throw new ZipError(`${entry.name}: size ${size} differs from the declared ${entry.size}`);
+    if (crc !== entry.crc32) throw new ZipError(`${entry.name}: CRC-32 mismatch`);
   }
 
   async close(): Promise<void> {
     await this.fh.close();
   }
+}
+
+async function* rawChunks(fh: fsp.FileHandle, pos: number, len: number): AsyncGenerator<Buffer> {
+  for (let off = 0; off < len; off += CHUNK) yield await readAt(fh, pos + off, Math.min(CHUNK, len - off));
 }
 
 async function readAt(fh: fsp.FileHandle, pos: number, len: number): Promise<Buffer> {
