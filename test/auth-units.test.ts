@@ -158,3 +158,42 @@ t.test('hash limiter: bounded concurrency and queue', async (t) => {
   t.equal(peak, 1, 'never more than one at once');
   t.equal(l.computed, 3);
 });
+
+t.test('identity store: change kinds, credential stamps, external edits', async (t) => {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { IdentityStore } = await import('../src/auth/identity-store.js');
+  const { silentLogger } = await import('../src/log.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-idunit-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const store = await IdentityStore.open(dir, { a: { password: 'pw-a', permissions: ['rest.assets'], passwordChangeNeeded: false } }, silentLogger);
+  const events: string[] = [];
+  store.onChange((n, k) => events.push(`${n}:${k}`));
+  const s0 = store.get('a')!.credentials;
+  await store.update('a', { permissions: ['rest.deploy'], passwordChangeNeeded: true });
+  t.equal(store.get('a')!.credentials, s0, 'attributes keep the stamp');
+  await store.setPassword('a', 'pw-a2', true);
+  const s1 = store.get('a')!.credentials;
+  t.not(s1, s0, 'a new password changes the stamp');
+  t.equal(store.get('a')!.passwordChangeNeeded, false);
+  await store.create('b', { permissions: [] });
+  t.equal(store.get('b')!.passwordHash, undefined, 'certificate-only');
+  await t.rejects(store.create('b', {}), /already exists/);
+  await t.rejects(store.update('zz', {}), /does not exist/);
+  await store.delete('b');
+  t.same(events, ['a:attributes', 'a:credentials', 'b:credentials', 'b:deleted']);
+  t.ok(await store.verifyPassword('a', 'pw-a2'));
+  t.notOk(await store.verifyPassword('a', 'pw-a'));
+  t.notOk(await store.verifyPassword('nobody', 'pw-a2'));
+
+  // Another process (gatewayd passwd) rewrites the file.
+  const other = await IdentityStore.open(dir, {}, silentLogger);
+  await other.setPassword('a', 'pw-a3', false);
+  events.length = 0;
+  store.refreshIfChanged();
+  t.same(events, ['a:credentials'], 'external password change noticed');
+  t.ok(await store.verifyPassword('a', 'pw-a3'));
+  const reopened = await IdentityStore.open(dir, { x: { password: 'seed', permissions: [], passwordChangeNeeded: false } }, silentLogger);
+  t.same(reopened.list().map((i) => i.name), ['a'], 'an existing store is not re-seeded');
+});
