@@ -45,6 +45,7 @@ t.test('good archives', async (t) => {
     ['archive comment', [{ name: 'x', data: 'y' }], { comment: 'PK\x05\x06 fake end record in the comment' }, { x: 'y' }],
     ['compressible but under the ratio floor', [{ name: 'big', data: big }], {}, { big: big.toString('latin1') }],
     ['binary', [{ name: 'bin', data: random }], {}, { bin: random.toString('latin1') }],
+    ['stored across many read chunks', [{ name: 'big', data: big, method: 'store' }], {}, { big: big.toString('latin1') }],
     ['name with dots inside segments', [{ name: 'a..b/.hidden/c...', data: '1' }], {}, { 'a..b/.hidden/c...': '1' }],
   ];
   for (const [name, specs, opts, want] of cases) {
