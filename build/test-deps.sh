@@ -6,6 +6,8 @@ command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need="$nee
 command -v mosquitto_pub >/dev/null 2>&1 || need="$need mosquitto-clients"
 command -v socat >/dev/null 2>&1 || need="$need socat"
 command -v openssl >/dev/null 2>&1 || need="$need openssl"
+# test/install.test.ts records the installed daemon's writes with strace (read-only rootfs check).
+command -v strace >/dev/null 2>&1 || need="$need strace"
 /usr/bin/python3 -c 'import pymodbus' >/dev/null 2>&1 || need="$need python3-pymodbus"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
