@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from './lib/proc.js';
 import { machine, markdown, Results } from './lib/results.js';
+import { closeAllScopes } from './lib/scope.js';
 import type { Options } from './lib/setup.js';
 import { httpSection } from './sections/http.js';
 import { modbusSection } from './sections/modbus.js';
@@ -38,6 +39,12 @@ function parse(argv: string[]): { only: Name[]; opt: Options } {
 }
 
 const { only, opt } = parse(process.argv.slice(2));
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    process.stderr.write(`bench: ${sig}: stopping what the run started\n`);
+    void closeAllScopes().finally(() => process.exit(130));
+  });
+}
 const started = Date.now();
 const loadStart = os.loadavg()[0];
 const res = new Results();

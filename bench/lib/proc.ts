@@ -78,6 +78,25 @@ export function rssKiB(pid: number): number {
   }
 }
 
+let clockTicks: number | undefined;
+
+/**
+ * CPU seconds (user + system, all threads) a process has used so far, from /proc/<pid>/stat.
+ * Requests per CPU-second is what a server costs whatever else shares the cores; wall-clock
+ * requests/s on a busy machine mostly measures the neighbours.
+ */
+export function cpuSeconds(pid: number): number {
+  clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start at field 3; utime is 14, stime 15.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / clockTicks;
+  } catch {
+    return NaN;
+  }
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface WrkResult {

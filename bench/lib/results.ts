@@ -100,7 +100,7 @@ export function markdown(run: { generatedAt: string; machine: Record<string, str
     '',
     `Seconds per section: ${Object.entries(res.sectionSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}.`,
     '',
-    `Every figure is the median of ${run.repeats} repetitions (footprint: ${Math.min(3, run.repeats)}); the baseline runs in the same \`make bench\`,`,
+    `Every figure is the median of ${run.repeats} repetitions (footprint: idle RSS and start-up from 3 and 5 lives, loaded RSS from 2); the baseline runs in the same \`make bench\`,`,
     'interleaved with gatewayd (gatewayd, baseline, gatewayd, …), on the same machine. Ratio = gatewayd ÷ baseline.',
     'Load generators run in processes of their own (wrk with one thread for HTTP, so client and server have a core each).',
     '`bench/results.json` has every repetition.',

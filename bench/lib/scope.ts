@@ -1,8 +1,19 @@
 // Owns everything a benchmark section starts (processes, temp dirs, brokers) and stops it in
 // reverse order. It also stands in for tap's `t` where the test helpers (pymodbus, daemon) want one.
 
+/** Scopes not closed yet, so that an interrupted run (Ctrl-C) still stops what it started. */
+const open = new Set<Scope>();
+
+export async function closeAllScopes(): Promise<void> {
+  for (const s of [...open].reverse()) await s.close();
+}
+
 export class Scope {
   private fns: (() => unknown)[] = [];
+
+  constructor() {
+    open.add(this);
+  }
 
   teardown(fn: () => unknown): void {
     this.fns.push(fn);
@@ -18,6 +29,7 @@ export class Scope {
   }
 
   async close(): Promise<void> {
+    open.delete(this);
     while (this.fns.length > 0) {
       const fn = this.fns.pop()!;
       try {
