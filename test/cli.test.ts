@@ -106,3 +106,14 @@ t.test('the bundle stays under 256 KB', async (t) => {
   const size = fs.statSync(BUNDLE).size;
   t.ok(size < 256 * 1024, `bundle is ${size} bytes`);
 });
+
+t.test('a configuration key named __proto__ is an ordinary name, not a prototype change', async (t) => {
+  const cfg = '{"identities": {"__proto__": {"password": "proto-pass-1", "permissions": ["rest.assets"]}}, "drivers": {"__proto__": {"factory": "simulator"}}, "assets": {"a": {"driver.pid": "__proto__", "channels": {"c": {"type": "READ", "value.type": "INTEGER", "simulation": "constant", "initial": 42}}}}}';
+  const r = runCli(['check-config', '--config', write('proto.json', cfg)]);
+  t.equal(r.status, 0, r.stdout);
+  const d = await startDaemon(t, JSON.parse(cfg));
+  const auth = `Basic ${Buffer.from('__proto__:proto-pass-1').toString('base64')}`;
+  const res = await d.request('/services/assets/a/_read', { headers: { authorization: auth } });
+  t.equal(res.status, 200, res.body);
+  t.equal(res.json()[0].value, 42, 'the driver named __proto__ is attached and read');
+});

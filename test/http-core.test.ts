@@ -25,6 +25,8 @@ t.test('router: params, literal before parameter, 404 and 405', async (t) => {
   t.same(r.find('POST', '/services/assets/pump/_read'), { kind: 'found', handler: 'post-read', params: { pid: 'pump' } });
   t.same(r.find('HEAD', '/services/assets/pump'), { kind: 'found', handler: 'asset', params: { pid: 'pump' } });
   t.same(r.find('POST', '/services/deploy/v2/_install'), { kind: 'found', handler: 'install', params: {} });
+  t.same(r.find('DELETE', '/services/deploy/v2/_install'), { kind: 'method-not-allowed', allowed: ['POST'] }, 'a literal resource is not shadowed by a parameter');
+  t.same(r.find('DELETE', '/services/deploy/v2/mypkg'), { kind: 'found', handler: 'delete', params: { name: 'mypkg' } });
   t.same(r.find('PUT', '/services/assets/pump/_read'), { kind: 'method-not-allowed', allowed: ['GET', 'POST'] });
   t.same(r.find('GET', '/services/nothing'), { kind: 'not-found' });
   t.same(r.find('GET', '/services/assets/pump/_read/extra'), { kind: 'not-found' });

@@ -7,10 +7,11 @@ import type { DriverRegistry } from '../drivers/registry.js';
 import { LEVELS, type Level } from '../log.js';
 import type { AssetConfig } from '../assets/types.js';
 import { validateAssets } from '../assets/config.js';
+import { IDENTITY_NAME } from '../auth/identity-store.js';
 import { validateMqttSection, type MqttConfig } from '../mqtt/config.js';
 import { validateDeploySection, type DeployConfig } from '../deploy/config.js';
 import {
-  any, arrayOf, bool, isPlainObject, kind, mapOf, num, oneOf, port, problem, section, str, warning,
+  any, arrayOf, bool, isPlainObject, kind, mapOf, num, oneOf, port, problem, section, setOwn, str, warning,
   type Validator,
 } from './schema.js';
 
@@ -118,8 +119,6 @@ const validateIdentity = section<IdentitySeed>({
   passwordChangeNeeded: [bool, false],
 });
 
-// Identity names: Kura's UserAdmin accepts most text; we keep names safe for logs and paths.
-const IDENTITY_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 
 const validateIdentities = mapOf<IdentitySeed>(
   (raw, path, p) => {
@@ -152,7 +151,7 @@ function validateDrivers(raw: unknown, p: Problem[], registry: DriverRegistry): 
       for (const key of Object.keys(props)) if (!f.instanceKeys.includes(key)) problem(p, `${path}.${key}`, 'unknown key');
       p.push(...f.validateInstance(props, path));
     }
-    out[id] = { id, factory, props };
+    setOwn(out, id, { id, factory, props });
   }
   return out;
 }

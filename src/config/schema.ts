@@ -120,10 +120,18 @@ export function mapOf<T>(item: (raw: unknown, path: string, p: Problem[], key: s
     for (const [key, v] of Object.entries(raw)) {
       const bad = keyRule?.(key);
       if (bad) problem(p, join(path, key), bad);
-      out[key] = item(v, join(path, key), p, key);
+      setOwn(out, key, item(v, join(path, key), p, key));
     }
     return out;
   };
+}
+
+/**
+ * Stores a user-chosen key as an own property: a plain assignment of `__proto__` (a legal JSON key)
+ * would replace the object's prototype instead.
+ */
+export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 export function join(path: string, key: string): string {

@@ -36,8 +36,11 @@ export class Router<H> {
    */
   find(method: string, path: string): Match<H> {
     const segs = split(path);
-    let best: { route: Route<H>; params: Params; score: number } | undefined;
-    const allowed = new Set<string>();
+    // As JAX-RS does: the most specific path template wins first (literal segments, leftmost
+    // first), and only then is the method matched. So `DELETE /deploy/v2/_install` is 405 (the
+    // `_install` resource has no DELETE), not "uninstall a package named _install".
+    let bestScore = -1;
+    let candidates: { route: Route<H>; params: Params }[] = [];
     for (let i = 0; i < this.routes.length; i++) {
       const r = this.routes[i];
       if (r.segments.length !== segs.length) continue;
@@ -55,20 +58,17 @@ export class Router<H> {
           break;
         }
       }
-      if (!ok) continue;
-      if (r.method !== method && !(method === 'HEAD' && r.method === 'GET')) {
-        allowed.add(r.method);
-        continue;
+      if (!ok || score < bestScore) continue;
+      if (score > bestScore) {
+        bestScore = score;
+        candidates = [];
       }
-      if (!best || score > best.score) best = { route: r, params, score };
+      candidates.push({ route: r, params });
     }
-    if (best) {
-      // A literal match elsewhere with another method must not be shadowed by a parameter match:
-      // e.g. DELETE /deploy/v2/_install is 405, not "DELETE package named _install".
-      return { kind: 'found', handler: best.route.handler, params: best.params };
-    }
-    if (allowed.size > 0) return { kind: 'method-not-allowed', allowed: [...allowed] };
-    return { kind: 'not-found' };
+    if (candidates.length === 0) return { kind: 'not-found' };
+    const exact = candidates.find((c) => c.route.method === method) ?? (method === 'HEAD' ? candidates.find((c) => c.route.method === 'GET') : undefined);
+    if (exact) return { kind: 'found', handler: exact.route.handler, params: exact.params };
+    return { kind: 'method-not-allowed', allowed: [...new Set(candidates.map((c) => c.route.method))] };
   }
 }
 
