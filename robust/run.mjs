@@ -3,7 +3,7 @@
 // Attacks a running gatewayd (the built dist/gatewayd.js) part by part and prints one table:
 // cases tried, failures, 5xx answers, crashes, bytes of state lost, RSS before/after.
 //
-//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,broker,powercut] [--seed=N]
+//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,broker,powercut] [--seed=N] [--scale=F]
 //
 // Exit status 1 when any part has a failure (or could not run under CI=true), 0 otherwise.
 // A part whose capability or peer is missing is reported as NOT RUN with the reason, never faked.
@@ -16,9 +16,15 @@ const partsArg = args.find((a) => a.startsWith('--parts='))?.slice(8);
 const seed = Number(args.find((a) => a.startsWith('--seed='))?.slice(7) ?? 9);
 
 // Bounded run: about 5–8 minutes on 2 cores. Soak: the same attacks, longer.
-const SIZES = soak
-  ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300 }
-  : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50 };
+// `--scale=0.05` shrinks every count, for a quick look while developing the harness.
+const scale = Number(args.find((a) => a.startsWith('--scale='))?.slice(8) ?? 1);
+const SIZES = Object.fromEntries(
+  Object.entries(
+    soak
+      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300 }
+      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50 },
+  ).map(([k, v]) => [k, Math.max(1, Math.round(v * scale))]),
+);
 
 const PARTS = {
   fuzz: async () => (await import('./fuzz-http.mjs')).runFuzz({ count: SIZES.fuzz, seed }),
