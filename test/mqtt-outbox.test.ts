@@ -5,7 +5,8 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Outbox, crc32 } from '../src/mqtt/outbox.js';
+import { Outbox } from '../src/mqtt/outbox.js';
+import { crc32 } from '../src/store/crc32.js';
 import { silentLogger } from '../src/log.js';
 
 function tempDir(t: { teardown(fn: () => void): void }): string {

@@ -12,6 +12,9 @@ import fsp from 'node:fs/promises';
 import zlib from 'node:zlib';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { crc32 } from '../store/crc32.js';
+
+export { crc32 }; // re-exported for the package tests' zip writer
 
 const CHUNK = 64 * 1024;
 
@@ -60,23 +63,6 @@ const EOCD_LEN = 22;
 const CEN_LEN = 46;
 const LOC_LEN = 30;
 const MAX_COMMENT = 0xffff;
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-/** CRC-32 (IEEE 802.3), as zip uses it (APPNOTE 4.4.7). `zlib.crc32` is not in Node 18. */
-export function crc32(buf: Uint8Array, crc = 0): number {
-  let c = ~crc >>> 0;
-  for (let i = 0; i < buf.length; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
-  return ~c >>> 0;
-}
 
 /**
  * Why a path may not be extracted, or `undefined` when it is safe: no absolute paths, drive letters,

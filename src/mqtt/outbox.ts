@@ -19,6 +19,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import { ensurePrivateDir, writeFileAtomic } from '../store/atomic.js';
+import { crc32 } from '../store/crc32.js';
 
 export interface OutboxMessage {
   seq: bigint;
@@ -32,23 +33,6 @@ const DONE = 2;
 const FILE = 'outbox.log';
 /** A record larger than this is taken as corruption (MQTT's own limit is 256 MB; telemetry is small). */
 const MAX_RECORD = 16 * 1024 * 1024;
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-/** CRC-32 (IEEE 802.3); zlib.crc32 only exists from Node 20.15/22.2 and the bundle runs on 18. */
-export function crc32(buf: Buffer): number {
-  let c = 0xffffffff;
-  for (let i = 0; i < buf.length; i++) c = CRC_TABLE[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
 
 function frame(body: Buffer): Buffer {
   const head = Buffer.alloc(8);

@@ -14,6 +14,7 @@ import { kuraErrorText } from './asset-v1/channel-entry.js';
 import type { PayloadEncoding } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
+import { numericOf } from '../assets/values.js';
 
 interface Published {
   ok: boolean;
@@ -29,19 +30,6 @@ interface AssetState {
   channels: Map<string, Published>;
 }
 
-function numeric(v: TypedValue): number | undefined {
-  switch (v.type) {
-    case 'INTEGER':
-    case 'FLOAT':
-    case 'DOUBLE':
-      return v.value;
-    case 'LONG':
-      return Number(v.value);
-    default:
-      return undefined;
-  }
-}
-
 function identity(v: TypedValue): string {
   switch (v.type) {
     case 'BYTE_ARRAY':
@@ -54,7 +42,7 @@ function identity(v: TypedValue): string {
 }
 
 function snapshot(r: ChannelRecord): Published {
-  if (r.status === 'SUCCESS' && r.value !== undefined) return { ok: true, key: identity(r.value), num: numeric(r.value) };
+  if (r.status === 'SUCCESS' && r.value !== undefined) return { ok: true, key: identity(r.value), num: numericOf(r.value) };
   return { ok: false, key: '', error: r.error ?? '' };
 }
 
