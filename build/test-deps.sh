@@ -8,6 +8,8 @@ command -v socat >/dev/null 2>&1 || need="$need socat"
 command -v openssl >/dev/null 2>&1 || need="$need openssl"
 # test/install.test.ts records the installed daemon's writes with strace (read-only rootfs check).
 command -v strace >/dev/null 2>&1 || need="$need strace"
+# ... and runs the init script under BusyBox as on a BusyBox image.
+command -v busybox >/dev/null 2>&1 || need="$need busybox"
 /usr/bin/python3 -c 'import pymodbus' >/dev/null 2>&1 || need="$need python3-pymodbus"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { BUNDLE, ensureBundle } from './helpers/daemon.js';
 import { freePort } from './helpers/ports.js';
@@ -159,10 +160,18 @@ t.test('the installed tree started as the systemd unit starts it', { ...need(hav
   if (!trace && CI) throw new Error('strace not installed but CI=true: cannot check for writes outside dataDir');
   if (!trace) t.comment('strace not installed: checking the image tree and /tmp only');
   // systemd: cwd /, a clean environment, the service user (strace switches to it when tracing).
-  const opts = { cwd: '/', stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
+  // Its own process group: strace killed by a failing test must not leave the traced daemon behind.
+  const opts = { cwd: '/', detached: true, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'] };
   const service = cleanEnv(serviceEnv(), argv);
   const traced = trace ? [...straceArgs(trace, daemonUser()?.name), ...service] : service;
   const proc = trace ? spawn(traced[0], traced.slice(1), opts) : spawnAsDaemonUser(service[0], service.slice(1), opts);
+  t.teardown(() => {
+    try {
+      process.kill(-proc.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
   const d = watchProcess(t, proc, ports, dataDir, file, work);
   await exerciseProduction(t, d, pki);
 
@@ -194,10 +203,20 @@ t.test('the installed tree started as the systemd unit starts it', { ...need(hav
   }
 });
 
-t.test('the installed tree started by the BusyBox init script', { ...need(haveOpenssl(), 'openssl') }, async (t) => {
+// The init script under the system's /bin/sh with Debian's start-stop-daemon, and under BusyBox
+// (ash and its applets: start-stop-daemon, logger, readlink, sleep …) as on a BusyBox image.
+const haveBusybox = spawnSync('busybox', ['true']).status === 0;
+for (const shell of ['system sh', 'busybox'] as const) {
+  const opts = shell === 'busybox' ? need(haveBusybox, 'busybox') : {};
+  t.test(`the installed tree started by the init script (${shell})`, { ...need(haveOpenssl(), 'openssl'), ...opts }, (t) => initScriptTest(t, shell));
+}
+
+async function initScriptTest(t: any, shell: 'system sh' | 'busybox') {
   const img = install(t, { INIT: 'sysvinit' });
   const pki = provision(t, img);
-  const work = openTempDir(t, 'gatewayd-init-');
+  // Removed by the teardown below, after the daemon is surely gone (teardowns run in order).
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-init-'));
+  fs.chmodSync(work, 0o755);
   const dataDir = path.join(work, 'var-lib-gatewayd');
   const runDir = path.join(work, 'run');
   const ports = { http: [] as number[], https: [await freePort()], clientAuth: [await freePort()] };
@@ -211,7 +230,16 @@ t.test('the installed tree started by the BusyBox init script', { ...need(haveOp
     // As root the script switches to the dedicated user; here `nobody` stands in for it.
     GATEWAYD_USER: u?.name ?? '',
   });
-  const rc = (cmd: string) => spawnSync('env', cleanEnv(env, ['sh', img.at('/etc/init.d/gatewayd'), cmd]).slice(1), { cwd: '/', encoding: 'utf8', timeout: 30_000 });
+  if (shell === 'busybox') {
+    // Applets first on PATH, node after them: what a BusyBox image looks like to the script.
+    const bin = path.join(work, 'busybox-bin');
+    fs.mkdirSync(bin, { mode: 0o755 });
+    const r = spawnSync('busybox', ['--install', '-s', bin]);
+    if (r.status !== 0) throw new Error('busybox --install failed');
+    env.PATH = `${bin}:${path.dirname(process.execPath)}:/usr/bin:/bin`;
+  }
+  const sh = shell === 'busybox' ? ['busybox', 'sh'] : ['sh'];
+  const rc = (cmd: string) => spawnSync('env', cleanEnv(env, [...sh, img.at('/etc/init.d/gatewayd'), cmd]).slice(1), { cwd: '/', encoding: 'utf8', timeout: 30_000 });
   const pidOf = (f: string) => {
     try {
       return Number(fs.readFileSync(path.join(runDir, f), 'utf8').trim());
@@ -237,6 +265,12 @@ t.test('the installed tree started by the BusyBox init script', { ...need(haveOp
   };
   t.teardown(() => {
     rc('stop');
+    // Whatever a failed stop left behind.
+    for (const f of ['gatewayd.pid', 'gatewayd.child.pid']) {
+      const pid = pidOf(f);
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+    fs.rmSync(work, { recursive: true, force: true });
   });
   const d = clientFor(ports);
   // The logs go to syslog under the init script, so readiness is probed on the HTTPS port.
@@ -289,4 +323,5 @@ t.test('the installed tree started by the BusyBox init script', { ...need(haveOp
   t.equal(rc('status').status, 3, 'status after stop: not running');
   t.notOk(fs.existsSync(path.join(runDir, 'gatewayd.pid')), 'pid file removed');
   t.same(diffTrees(before, snapshotTree(img.destdir)), [], 'image tree unchanged');
-});
+}
+
