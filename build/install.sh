@@ -50,6 +50,7 @@ fi
 if [ "$INIT" != sysvinit ]; then
   subst 0644 rootfs/usr/lib/systemd/system/gatewayd.service "$DESTDIR$SYSTEMDUNITDIR/gatewayd.service"
   put 0644 rootfs/usr/lib/sysusers.d/gatewayd.conf "$DESTDIR$PREFIX/lib/sysusers.d/gatewayd.conf"
+  put 0644 rootfs/usr/lib/systemd/system-preset/80-gatewayd.preset "$DESTDIR$PREFIX/lib/systemd/system-preset/80-gatewayd.preset"
 fi
 if [ "$INIT" != systemd ]; then
   subst 0755 rootfs/etc/init.d/gatewayd "$DESTDIR$SYSCONFDIR/init.d/gatewayd"

@@ -41,6 +41,7 @@ t.test('the image tree', async (t) => {
   t.equal(mode('/etc/init.d/gatewayd'), 0o755, 'init script executable');
   t.equal(mode('/usr/lib/systemd/system/gatewayd.service'), 0o644);
   t.ok(fs.existsSync(img.at('/usr/lib/sysusers.d/gatewayd.conf')), 'sysusers.d entry for the dedicated user');
+  t.match(fs.readFileSync(img.at('/usr/lib/systemd/system-preset/80-gatewayd.preset'), 'utf8'), /^enable gatewayd\.service$/m, 'preset enables the unit');
   t.equal(spawnSync('sh', ['-n', img.at('/etc/init.d/gatewayd')]).status, 0, 'init script parses (sh -n)');
   t.equal(spawnSync('sh', ['-n', img.at('/usr/bin/gatewayd')]).status, 0, 'launcher parses (sh -n)');
 

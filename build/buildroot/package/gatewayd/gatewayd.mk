@@ -30,9 +30,12 @@ define GATEWAYD_INSTALL_INIT_SYSV
 	$(INSTALL) -D -m 0755 $(@D)/rootfs/etc/init.d/gatewayd $(TARGET_DIR)/etc/init.d/S90gatewayd
 endef
 
+# Enabled through the preset: Buildroot runs systemctl preset-all when finalising the target.
 define GATEWAYD_INSTALL_INIT_SYSTEMD
 	$(INSTALL) -D -m 0644 $(@D)/rootfs/usr/lib/systemd/system/gatewayd.service \
 		$(TARGET_DIR)/usr/lib/systemd/system/gatewayd.service
+	$(INSTALL) -D -m 0644 $(@D)/rootfs/usr/lib/systemd/system-preset/80-gatewayd.preset \
+		$(TARGET_DIR)/usr/lib/systemd/system-preset/80-gatewayd.preset
 endef
 
 # username uid group gid password home shell groups comment (missing groups are created)
