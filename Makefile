@@ -57,5 +57,14 @@ install: build
 arm-check: build
 	sh build/arm-check.sh
 
+# Attacks the built daemon (robust/run.mjs; README "Robustness"): bad input, hostile clients, field
+# and broker faults, power cuts. `robustness` is bounded (CI-sized); `soak` runs the same, longer.
+ROBUST_ARGS ?=
+robustness: deps test-deps build
+	$(NODE) robust/run.mjs $(ROBUST_ARGS)
+
+soak: deps test-deps build
+	$(NODE) robust/run.mjs --soak $(ROBUST_ARGS)
+
 clean:
 	rm -rf dist .tap
