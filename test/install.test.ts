@@ -326,3 +326,23 @@ async function initScriptTest(t: any, shell: 'system sh' | 'busybox') {
   t.same(diffTrees(before, snapshotTree(img.destdir)), [], 'image tree unchanged');
 }
 
+
+// Yocto and Buildroot cannot run here; at least every file they install must exist where they look:
+// the .bb reads ${S}/… from the `make install` tree (the tarball), the .mk reads $(@D)/… from this
+// repository, and both must install what `make install` installs.
+t.test('the Yocto recipe and the Buildroot package name files that exist', async (t) => {
+  const img = install(t);
+  const bb = fs.readFileSync(path.join(ROOT, 'build', 'yocto', 'recipes-gatewayd', 'gatewayd', `gatewayd_${JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version}.bb`), 'utf8');
+  const fromTree = [...bb.matchAll(/\$\{S\}(\/[^\s]+)/g)].map((m) => m[1]);
+  t.ok(fromTree.length >= 5, `the recipe installs ${fromTree.length} files`);
+  for (const f of fromTree) t.ok(fs.existsSync(img.at(f)), `recipe source ${f} is in the make install tree`);
+  t.match(bb, /RDEPENDS:\$\{PN\} = "nodejs/, 'depends on the image nodejs');
+  t.match(bb, /inherit [^\n]*useradd/, 'creates the user with the useradd class');
+
+  const mk = fs.readFileSync(path.join(ROOT, 'build', 'buildroot', 'package', 'gatewayd', 'gatewayd.mk'), 'utf8');
+  const fromRepo = [...mk.matchAll(/\$\(@D\)(\/[^\s]+)/g)].map((m) => m[1]);
+  t.ok(fromRepo.length >= 5, `the package installs ${fromRepo.length} files`);
+  for (const f of fromRepo) t.ok(fs.existsSync(path.join(ROOT, f)), `package source ${f} exists in the repository`);
+  for (const f of ['external.desc', 'external.mk', 'Config.in', 'package/gatewayd/Config.in']) t.ok(fs.existsSync(path.join(ROOT, 'build', 'buildroot', f)), `BR2_EXTERNAL has ${f}`);
+  t.match(fs.readFileSync(path.join(ROOT, 'build', 'buildroot', 'external.desc'), 'utf8'), /^name: GATEWAYD$/m, 'BR2_EXTERNAL name matches BR2_EXTERNAL_GATEWAYD_PATH');
+});
