@@ -53,6 +53,7 @@ function newLedger() {
     identities: new Map(), // name → 'present' | 'absent' | 'pending-create' | 'pending-delete'
     password: { confirmed: 'Pass-word-0', pending: undefined },
     packages: new Map(), // name → version confirmed installed (job SUCCEEDED)
+    uploading: new Map(), // name → versions uploaded since the last check (any may have landed)
   };
 }
 
@@ -104,12 +105,13 @@ export async function runPowerCuts({ cuts = 50, seed = 9 } = {}) {
     const installed = new Map(JSON.parse(pk.body).map((p) => [p.name, p.version]));
     for (const [name, version] of ledger.packages) {
       const now = installed.get(name);
-      // A newer version may have landed in flight; an older one or none means an acknowledged install was lost.
-      if (now === undefined || (now !== version && pkgs.findIndex((p) => p.version === now) < pkgs.findIndex((p) => p.version === version))) {
+      // The acknowledged version, or one uploaded after it (in flight at the cut), must be there.
+      if (now === undefined || (now !== version && !ledger.uploading.get(name)?.has(now))) {
         stats.lostBytes += pkgs.find((p) => p.version === version)?.bytes.length ?? 0;
         fail('acknowledged package lost', `${name} ${version} → ${now ?? 'absent'}`);
       }
     }
+    ledger.uploading.clear();
     for (const [name, version] of installed) ledger.packages.set(name, version);
     return admin;
   }
@@ -125,6 +127,8 @@ export async function runPowerCuts({ cuts = 50, seed = 9 } = {}) {
           const p = r.pick(pkgs);
           const m = multipart(p.bytes);
           stats.ops++;
+          if (!ledger.uploading.has(p.name)) ledger.uploading.set(p.name, new Set());
+          ledger.uploading.get(p.name).add(p.version);
           const res = await send(port, { method: 'POST', path: `${DEPLOY}/_upload`, headers: { ...admin, 'content-type': m.type }, body: m.body }, ag, 5000);
           if (res.status !== 200) continue;
           for (let i = 0; running && i < 40; i++) {

@@ -8,7 +8,7 @@
 // Exit status 1 when any part has a failure (or could not run under CI=true), 0 otherwise.
 // A part whose capability or peer is missing is reported as NOT RUN with the reason, never faked.
 
-import { cleanup } from './lib/daemon.mjs';
+import { cleanup, deviceSettings } from './lib/daemon.mjs';
 
 const args = process.argv.slice(2);
 const soak = args.includes('--soak');
@@ -57,7 +57,9 @@ process.on('SIGINT', () => {
 const rows = [];
 const started = Date.now();
 let exitCode = 0;
+const device = deviceSettings();
 console.log(`gatewayd robustness run (${soak ? 'soak' : 'bounded'}), parts: ${selected.join(', ')}, seed ${seed}`);
+console.log(`daemon: node ${process.version} ${device.flags.join(' ')} ${Object.entries(device.env).map(([k, v]) => `${k}=${v}`).join(' ')} (the image launcher's settings)`);
 for (const name of selected) {
   const part = PARTS[name];
   if (!part) {

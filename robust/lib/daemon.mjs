@@ -53,6 +53,26 @@ export function rssOf(pid) {
 }
 
 const LOG_KEEP = 2000;
+const LAUNCHER = path.join(ROOT, 'rootfs', 'usr', 'bin', 'gatewayd');
+
+/**
+ * The device's settings, read from the image's launcher so the attack meets the heap bound and
+ * thread pool it will meet in the field: its NODE_FLAGS and its exported defaults.
+ */
+export function deviceSettings() {
+  const out = { flags: [], env: {} };
+  let text = '';
+  try {
+    text = fs.readFileSync(LAUNCHER, 'utf8');
+  } catch {
+    return out;
+  }
+  const flags = /^NODE_FLAGS="([^"]*)"/m.exec(text);
+  if (flags) out.flags = flags[1].split(/\s+/).filter(Boolean);
+  for (const m of text.matchAll(/^export (\w+)=\$\{\w+:-([^}]*)\}/gm)) out.env[m[1]] = m[2];
+  return out;
+}
+const DEVICE = deviceSettings();
 
 /**
  * Starts gatewayd. `config` is the file's content; `http.ports`, `https.ports` and `dataDir` are filled
@@ -90,7 +110,9 @@ export async function startDaemon(config, opts = {}) {
     async start(waitMs = 20_000) {
       d.expectExit = false;
       d.exitedUnexpectedly = false;
-      const proc = track(spawn(process.execPath, [BUNDLE, '--config', configFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } }));
+      const proc = track(
+        spawn(process.execPath, [...DEVICE.flags, BUNDLE, '--config', configFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...DEVICE.env, ...opts.env } }),
+      );
       d.proc = proc;
       d.starts++;
       let ready;
