@@ -105,6 +105,12 @@ export function markdown(run: { generatedAt: string; machine: Record<string, str
     'Load generators run in processes of their own (wrk with one thread for HTTP, so client and server have a core each).',
     '`bench/results.json` has every repetition.',
     '',
+    '## Where the goals of issue 8 stand',
+    '',
+    ...res.rows.filter((r) => r.goal).map((r) => `- ${r.verdict === 'met' ? 'met' : r.verdict === 'missed' ? '**missed**' : r.verdict}: ${r.what} — ${r.goal!.on === 'value' ? fmt(r.gatewayd, r.unit) : r.ratio === null ? 'no figure' : `${fmt(r.ratio)}× ${r.baseline}`} (goal ${r.goal!.text})`),
+    '',
+    '## All figures',
+    '',
     '| Section | Measure | gatewayd | Baseline | Baseline figure | Ratio | Goal | Status |',
     '|---|---|---|---|---|---|---|---|',
   ];
