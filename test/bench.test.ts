@@ -4,7 +4,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseWrk } from '../bench/lib/proc.js';
+import { parseSTime, parseWrk } from '../bench/lib/proc.js';
 import { launcherEnv, launcherNodeFlags } from '../bench/lib/gatewayd.js';
 import { median, percentile, round } from '../bench/lib/stats.js';
 import { Results } from '../bench/lib/results.js';
@@ -37,6 +37,15 @@ t.test('wrk --latency reports are parsed with their units', async (t) => {
   t.equal(clean.bad, 0);
   t.equal(clean.p99, 1200);
   t.ok(Number.isNaN(parseWrk('wrk: connection refused').rps), 'no figure from a failed run');
+});
+
+t.test('openssl s_time -reuse reports are parsed against the measured wall time', async (t) => {
+  const out = 'Collecting connection statistics for 3 seconds\nstarting\nrrrrrrr*rr\n\n10 connections in 0.01s; 1000.00 connections/user sec, bytes read 770\n10 connections in 4 real seconds, 77 bytes read per connection\n';
+  const r = parseSTime(out, 2.5)!;
+  t.equal(r.n, 10);
+  t.equal(r.cps, 4, 'connections per wall-clock second, not per user second');
+  t.equal(r.resumed, 0.9);
+  t.equal(parseSTime('connect: Connection refused', 1), undefined);
 });
 
 t.test('launcher node flags', async (t) => {

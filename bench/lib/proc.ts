@@ -158,6 +158,16 @@ export interface STimeResult {
   resumed: number;
 }
 
+/** Parses `openssl s_time -reuse` output; `wallS` is the wall time the run took. */
+export function parseSTime(out: string, wallS: number): STimeResult | undefined {
+  const m = /(\d+) connections in [\d.]+s/.exec(out);
+  if (!m) return undefined;
+  // The progress line has one mark per connection: 'r' for a resumed session, '*' for a new one.
+  const marks = /^[r*.]{10,}$/m.exec(out)?.[0] ?? '';
+  const n = Number(m[1]);
+  return { cps: n / wallS, n, resumed: marks.length ? (marks.match(/r/g)?.length ?? 0) / marks.length : NaN };
+}
+
 /**
  * New TLS connections per second with session resumption: `openssl s_time -reuse` (a C client, so
  * the server rather than the client is the limit) resumes the first session on every connection and
@@ -173,13 +183,9 @@ export function runSTime(port: number, pathname: string, seconds: number): Promi
     p.stderr.on('data', (d) => (out += d));
     p.once('error', reject);
     p.once('exit', (code) => {
-      const wall = Number(process.hrtime.bigint() - t0) / 1e9;
-      const m = /(\d+) connections in [\d.]+s/.exec(out);
-      if (code !== 0 || !m) return reject(new Error(`openssl s_time exited ${code}: ${out.slice(-500)}`));
-      // The progress line has one mark per connection: 'r' for a resumed session.
-      const marks = (/^[r*.]{10,}$/m.exec(out)?.[0] ?? '').replace(/\s/g, '');
-      const n = Number(m[1]);
-      resolve({ cps: n / wall, n, resumed: marks.length ? (marks.match(/r/g)?.length ?? 0) / marks.length : NaN });
+      const r = parseSTime(out, Number(process.hrtime.bigint() - t0) / 1e9);
+      if (code !== 0 || !r) return reject(new Error(`openssl s_time exited ${code}: ${out.slice(-500)}`));
+      resolve(r);
     });
   });
 }
