@@ -48,6 +48,7 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
 const started = Date.now();
 const loadStart = os.loadavg()[0];
 const res = new Results();
+let failed = 0;
 for (const name of only) {
   process.stderr.write(`bench: ${name}\n`);
   const t0 = Date.now();
@@ -56,6 +57,7 @@ for (const name of only) {
     res.sectionSeconds[name] = Math.round((Date.now() - t0) / 1000);
   } catch (err) {
     // One broken section must not lose the others' figures; the failure is in the report.
+    failed++;
     const msg = (err as Error).message.split('\n')[0];
     process.stderr.write(`bench: ${name} failed: ${(err as Error).stack}\n`);
     res.notes.push(`Section ${name} failed: ${msg}`);
@@ -77,5 +79,6 @@ const md = markdown(run, res);
 fs.writeFileSync(path.join(outDir, 'RESULTS.md'), md);
 process.stdout.write(md);
 process.stderr.write(`bench: wrote ${path.relative(ROOT, outDir) || '.'}/results.json and RESULTS.md in ${Math.round(run.durationS)} s\n`);
-// Sockets of keep-alive agents would otherwise keep the process up.
-process.exit(0);
+// The figures are written either way, but a section that failed fails `make bench`.
+// (Exiting also closes the keep-alive agents' sockets, which would keep the process up.)
+process.exit(failed > 0 ? 1 : 0);
