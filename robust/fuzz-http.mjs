@@ -255,13 +255,25 @@ function check2xx(res) {
  * first failures (seed and request) so each can be replayed.
  */
 export async function runFuzz({ count = 100_000, concurrency = 48, seed = 9 } = {}) {
-  const d = await startDaemon(fuzzConfig());
+  // Secrets the run sends (passwords, cookies, tokens): none may appear in any log line.
+  const secrets = new Set([FUZZER_PW, 'Admin-pw-123', 'Operator-pw-1', Buffer.from(`fuzzer:${FUZZER_PW}`).toString('base64')]);
+  const leaks = [];
+  const d = await startDaemon(fuzzConfig(), {
+    onLine: (line) => {
+      for (const sec of secrets) if (line.includes(sec) && leaks.length < 5) leaks.push(`${sec.slice(0, 6)}… in ${line.slice(0, 200)}`);
+    },
+  });
   const port = d.port;
   const ag = agent(concurrency);
   // Control requests get their own connections: a fuzzed request may legitimately get its socket
   // closed by the daemon (a refused body is not read), and a reused socket then resets.
   const ctlAgent = agent(4, '127.0.0.2'); // its own address: not throttled by the fuzz's wrong passwords
-  let auth = await loginHeaders(port, 'fuzzer', FUZZER_PW, ctlAgent);
+  const remember = (a) => {
+    secrets.add(a.cookie.slice('JSESSIONID='.length));
+    secrets.add(a['x-xsrf-token']);
+    return a;
+  };
+  let auth = remember(await loginHeaders(port, 'fuzzer', FUZZER_PW, ctlAgent));
   const basicAuth = `Basic ${Buffer.from(`fuzzer:${FUZZER_PW}`).toString('base64')}`;
   // Warm up before the first RSS figure (JIT, pools).
   for (let i = 0; i < 200; i++) await send(port, { method: 'GET', path: '/services/assets/demo/_read', headers: auth }, ag);
@@ -355,7 +367,7 @@ export async function runFuzz({ count = 100_000, concurrency = 48, seed = 9 } = 
       stats.cases++;
       if (res.status === 401 && ctl < 2) {
         // The fuzz may have logged this session out (POST logout with the valid cookie): log in again.
-        auth = await loginHeaders(port, 'fuzzer', FUZZER_PW, ctlAgent).catch(() => auth);
+        auth = await loginHeaders(port, 'fuzzer', FUZZER_PW, ctlAgent).then(remember, () => auth);
         stats.c4xx++;
         return;
       }
@@ -407,13 +419,14 @@ export async function runFuzz({ count = 100_000, concurrency = 48, seed = 9 } = 
 
   let lastReport = Date.now();
   async function worker() {
-    while (next < count) {
+    // Cases the client library refuses to send (invalid header bytes) are replaced by new ones.
+    while (next < count + stats.refusedByClient) {
       const i = next++;
       await one(i);
       if (!d.alive()) {
         record('crash', seed * 1_000_003 + i, 'process died after this case', d.errors.at(-1));
         await d.ensureUp();
-        auth = await loginHeaders(port, 'fuzzer', FUZZER_PW, ctlAgent);
+        auth = remember(await loginHeaders(port, 'fuzzer', FUZZER_PW, ctlAgent));
       }
       if (i % 2000 === 0) rssPeak = Math.max(rssPeak, d.rss());
       if (Date.now() - lastReport > 15_000) {
@@ -431,7 +444,8 @@ export async function runFuzz({ count = 100_000, concurrency = 48, seed = 9 } = 
   ag.destroy();
   ctlAgent.destroy();
   await d.stop();
-  const failed = stats.c5xx + stats.hangs + stats.bad2xx + stats.other + d.crashes;
+  for (const l of leaks) record('secret in a log line', '-', 'log scan', l);
+  const failed = stats.c5xx + stats.hangs + stats.bad2xx + stats.other + d.crashes + leaks.length;
   return {
     row: {
       part: '1 bad input over HTTP',
@@ -448,7 +462,7 @@ export async function runFuzz({ count = 100_000, concurrency = 48, seed = 9 } = 
       `${stats.cases} HTTP requests + ${stats.raw} raw-socket cases in ${seconds.toFixed(0)} s (${((stats.cases + stats.raw) / seconds).toFixed(0)}/s, ${concurrency} in flight, seed ${seed})`,
       `answers: ${stats.ok2xx} correct 2xx, ${stats.c4xx} 4xx, ${stats.c5xx} 5xx, ${stats.hangs} hangs, ${stats.resets} closed without an answer even on a fresh connection (the daemon answers early and does not read a refused body; ${stats.replayed} replays), ${stats.bad2xx} wrong 2xx, ${stats.other} other; client-side refusals not sent: ${stats.refusedByClient}; control requests closed unanswered on a kept-alive socket and answered on a fresh one: ${stats.keepAliveRetries}`,
       `status counts: ${[...statusCounts].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}:${n}`).join(' ')}`,
-      `daemon ${alive ? 'alive' : 'DEAD'} at the end; 'request failed' log lines: ${internalErrors.length}`,
+      `daemon ${alive ? 'alive' : 'DEAD'} at the end; 'request failed' log lines: ${internalErrors.length}; log lines with one of the ${secrets.size} secrets sent (passwords, cookies, tokens): ${leaks.length}`,
     ],
     failures,
     internalErrors: internalErrors.slice(0, 5),
