@@ -204,3 +204,16 @@ t.test('TLS listeners: client certificate required and verified on client-auth p
   t.equal(proto, 'TLSv1.2');
   t.ok(https, 'https module available');
 });
+
+t.test('router: routes with parameters in their first segments are found beside literal ones', async (t) => {
+  const r = new Router<string>();
+  r.add('GET', '/a/b/c', 'abc').add('GET', '/:x/b/c', 'xbc').add('GET', '/a', 'a').add('GET', '/:y', 'y').add('POST', '/a/:z', 'az');
+  t.same(r.find('GET', '/a/b/c'), { kind: 'found', handler: 'abc', params: {} });
+  t.same(r.find('GET', '/q/b/c'), { kind: 'found', handler: 'xbc', params: { x: 'q' } });
+  t.same(r.find('GET', '/a'), { kind: 'found', handler: 'a', params: {} });
+  t.same(r.find('GET', '/zz'), { kind: 'found', handler: 'y', params: { y: 'zz' } });
+  t.same(r.find('POST', '/a/1'), { kind: 'found', handler: 'az', params: { z: '1' } });
+  t.same(r.find('GET', '/a/1'), { kind: 'method-not-allowed', allowed: ['POST'] });
+  t.same(r.find('GET', '/'), { kind: 'not-found' });
+  t.same(r.find('GET', '/b/1'), { kind: 'not-found' });
+});

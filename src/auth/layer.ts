@@ -189,21 +189,43 @@ export class AuthLayer {
 
   // §1.3: runs for every matched request; the first provider that yields a name wins, a provider
   // that throws counts as declining, nobody → anonymous (the role check decides).
-  private async authenticate(ctx: RequestContext): Promise<void> {
+  private authenticate(ctx: RequestContext): Promise<void> | void {
     const id = parseCookies(ctx.header('cookie')).get(SESSION_COOKIE);
     ctx.locals[SESSION_LOCAL] = this.sessions.get(id);
-    for (const step of this.steps()) {
-      let name: string | undefined;
+    return this.runSteps(ctx, this.steps(), 0);
+  }
+
+  // Synchronous providers (certificate, session, usually BASIC with a cached verification) are run
+  // without awaiting: a request costs no microtask hop unless a provider really is asynchronous.
+  private runSteps(ctx: RequestContext, steps: Step[], from: number): Promise<void> | void {
+    for (let i = from; i < steps.length; i++) {
+      const step = steps[i];
+      let r: Promise<string | undefined> | string | undefined;
       try {
-        name = await step.run(ctx);
+        r = step.run(ctx);
       } catch (err) {
-        this.log.debug('authentication provider failed', { provider: step.name, error: (err as Error)?.message ?? String(err) });
+        this.providerFailed(step, err);
+        continue;
       }
-      if (name !== undefined) {
-        ctx.principal = { name, via: step.name };
-        return;
+      if (r !== undefined && typeof r !== 'string') {
+        return r.then(
+          (name) => (name !== undefined ? this.found(ctx, step, name) : this.runSteps(ctx, steps, i + 1)),
+          (err) => {
+            this.providerFailed(step, err);
+            return this.runSteps(ctx, steps, i + 1);
+          },
+        );
       }
+      if (r !== undefined) return this.found(ctx, step, r);
     }
+  }
+
+  private found(ctx: RequestContext, step: Step, name: string): void {
+    ctx.principal = { name, via: step.name };
+  }
+
+  private providerFailed(step: Step, err: unknown): void {
+    this.log.debug('authentication provider failed', { provider: step.name, error: (err as Error)?.message ?? String(err) });
   }
 
   private authorise(ctx: RequestContext, route: Route): void {

@@ -81,11 +81,13 @@ export class RequestContext {
     };
     for (const f of this.filters) status = f(this, status, headers);
     if (body !== undefined && status !== 204 && status !== 304) {
-      const buf = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
       headers['content-type'] = contentType ?? 'application/octet-stream';
-      headers['content-length'] = String(buf.length);
+      headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length);
       this.res.writeHead(status, headers);
-      this.res.end(this.method === 'HEAD' ? undefined : buf);
+      // A string body goes out in the same write as the headers (Node concatenates them); a Buffer
+      // costs a second chunk (writev). Most answers are JSON text.
+      if (this.method === 'HEAD') this.res.end();
+      else this.res.end(body);
     } else {
       if (status !== 204 && status !== 304) headers['content-length'] = '0';
       this.res.writeHead(status, headers);

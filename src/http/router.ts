@@ -23,10 +23,29 @@ function split(path: string): string[] {
 }
 
 export class Router<H> {
-  private routes: Route<H>[] = [];
+  /**
+   * Routes by segment count and first segments (`4 services/assets`): a lookup only looks at routes
+   * that can match. Routes with a parameter among their first two segments are in every bucket of
+   * their size (`anyPrefix`).
+   */
+  private buckets = new Map<string, Route<H>[]>();
+  private anyPrefix = new Map<number, Route<H>[]>();
 
   add(method: string, pattern: string, handler: H): this {
-    this.routes.push({ method: method.toUpperCase(), segments: split(pattern), handler });
+    const segments = split(pattern);
+    const route = { method: method.toUpperCase(), segments, handler };
+    const head = segments.slice(0, 2);
+    if (head.some((s) => s.startsWith(':'))) {
+      let list = this.anyPrefix.get(segments.length);
+      if (!list) this.anyPrefix.set(segments.length, (list = []));
+      list.push(route);
+      for (const [key, l] of this.buckets) if (key.startsWith(`${segments.length} `)) l.push(route);
+    } else {
+      const key = `${segments.length} ${head.join('/')}`;
+      let list = this.buckets.get(key);
+      if (!list) this.buckets.set(key, (list = [...(this.anyPrefix.get(segments.length) ?? [])]));
+      list.push(route);
+    }
     return this;
   }
 
@@ -39,36 +58,39 @@ export class Router<H> {
     // As JAX-RS does: the most specific path template wins first (literal segments, leftmost
     // first), and only then is the method matched. So `DELETE /deploy/v2/_install` is 405 (the
     // `_install` resource has no DELETE), not "uninstall a package named _install".
+    const head = segs.length > 1 ? `${segs[0]}/${segs[1]}` : segs.length === 1 ? segs[0] : '';
+    const routes = this.buckets.get(`${segs.length} ${head}`) ?? this.anyPrefix.get(segs.length);
+    if (!routes) return { kind: 'not-found' };
     let bestScore = -1;
-    let candidates: { route: Route<H>; params: Params }[] = [];
-    for (let i = 0; i < this.routes.length; i++) {
-      const r = this.routes[i];
-      if (r.segments.length !== segs.length) continue;
+    let exact: Route<H> | undefined;
+    let allowed: string[] = [];
+    for (let i = 0; i < routes.length; i++) {
+      const r = routes[i];
       let score = 0;
-      let ok = true;
-      const params: Params = Object.create(null);
-      for (let j = 0; j < segs.length; j++) {
+      let j = 0;
+      for (; j < segs.length; j++) {
         const s = r.segments[j];
-        if (s.charCodeAt(0) === 58 /* ':' */) {
-          params[s.slice(1)] = segs[j];
-        } else if (s === segs[j]) {
-          score += 1 << (segs.length - j);
-        } else {
-          ok = false;
-          break;
-        }
+        if (s.charCodeAt(0) === 58 /* ':' */) continue;
+        if (s !== segs[j]) break;
+        score += 1 << (segs.length - j);
       }
-      if (!ok || score < bestScore) continue;
+      if (j < segs.length || score < bestScore) continue;
       if (score > bestScore) {
         bestScore = score;
-        candidates = [];
+        exact = undefined;
+        allowed = [];
       }
-      candidates.push({ route: r, params });
+      if (r.method === method || (method === 'HEAD' && r.method === 'GET' && !exact)) exact = r;
+      if (!allowed.includes(r.method)) allowed.push(r.method);
     }
-    if (candidates.length === 0) return { kind: 'not-found' };
-    const exact = candidates.find((c) => c.route.method === method) ?? (method === 'HEAD' ? candidates.find((c) => c.route.method === 'GET') : undefined);
-    if (exact) return { kind: 'found', handler: exact.route.handler, params: exact.params };
-    return { kind: 'method-not-allowed', allowed: [...new Set(candidates.map((c) => c.route.method))] };
+    if (bestScore < 0) return { kind: 'not-found' };
+    if (!exact) return { kind: 'method-not-allowed', allowed };
+    const params: Params = Object.create(null);
+    for (let j = 0; j < segs.length; j++) {
+      const s = exact.segments[j];
+      if (s.charCodeAt(0) === 58) params[s.slice(1)] = segs[j];
+    }
+    return { kind: 'found', handler: exact.handler, params };
   }
 }
 
@@ -77,6 +99,7 @@ export function decodePath(rawUrl: string): string | undefined {
   const q = rawUrl.indexOf('?');
   const p = q >= 0 ? rawUrl.slice(0, q) : rawUrl;
   if (p.charCodeAt(0) !== 47 /* '/' */) return undefined;
+  if (!p.includes('%')) return p;
   try {
     // Decode per segment so an encoded '/' (%2F) stays inside its segment.
     return p
