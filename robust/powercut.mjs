@@ -38,6 +38,8 @@ function multipart(file) {
 function config(mqttPort) {
   return {
     'log.level': 'info',
+    // The check after each cut tries every password that was in flight: no throttling of those tries.
+    rest: { 'login.throttle.max.delay': 0 },
     identities: {
       admin: { password: ADMIN_PW, permissions: ['kura.admin'], passwordChangeNeeded: false },
       pc: { password: 'Pass-word-0', permissions: ['rest.assets'], passwordChangeNeeded: false },
@@ -51,7 +53,7 @@ function config(mqttPort) {
 function newLedger() {
   return {
     identities: new Map(), // name → 'present' | 'absent' | 'pending-create' | 'pending-delete'
-    password: { confirmed: 'Pass-word-0', pending: undefined },
+    password: { confirmed: 'Pass-word-0', pending: [] }, // pending: every one sent since the last acknowledgement
     packages: new Map(), // name → version confirmed installed (job SUCCEEDED)
     uploading: new Map(), // name → versions uploaded since the last check (any may have landed)
   };
@@ -92,14 +94,18 @@ export async function runPowerCuts({ cuts = 50, seed = 9 } = {}) {
     }
     // The password: the acknowledged one works, or the one in flight at the cut.
     const tryPw = async (pw) => (await send(port, { method: 'POST', path: '/services/session/v1/login/password', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'pc', password: pw }) }, ag)).status === 200;
-    if (await tryPw(ledger.password.confirmed)) ledger.password.pending = undefined;
-    else if (ledger.password.pending && (await tryPw(ledger.password.pending))) {
-      ledger.password.confirmed = ledger.password.pending;
-      ledger.password.pending = undefined;
-    } else {
-      stats.lostBytes += ledger.password.confirmed.length;
-      fail('acknowledged password lost', `neither ${ledger.password.confirmed} nor ${ledger.password.pending} logs in`);
+    let works;
+    for (const pw of [ledger.password.confirmed, ...[...ledger.password.pending].reverse()]) {
+      if (await tryPw(pw)) {
+        works = pw;
+        break;
+      }
     }
+    if (works === undefined) {
+      stats.lostBytes += ledger.password.confirmed.length;
+      fail('acknowledged password lost', `neither ${ledger.password.confirmed} nor any of ${ledger.password.pending.join(', ') || 'none'} logs in`);
+    } else ledger.password.confirmed = works;
+    ledger.password.pending = [];
     const pk = await send(port, { method: 'GET', path: `${DEPLOY}/`, headers: admin }, ag);
     if (pk.status !== 200) return fail('package list', `${pk.status}`);
     const installed = new Map(JSON.parse(pk.body).map((p) => [p.name, p.version]));
@@ -149,12 +155,12 @@ export async function runPowerCuts({ cuts = 50, seed = 9 } = {}) {
       (async () => {
         while (running) {
           const pw = `Pass-word-${++seq}`;
-          ledger.password.pending = pw;
+          ledger.password.pending.push(pw);
           stats.ops++;
           const res = await send(port, { method: 'PUT', path: ID, headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ userName: 'pc', password: pw }) }, ag, 5000);
           if (res.status === 200) {
             ledger.password.confirmed = pw;
-            ledger.password.pending = undefined;
+            ledger.password.pending = [];
             stats.acked++;
           }
         }
@@ -178,9 +184,9 @@ export async function runPowerCuts({ cuts = 50, seed = 9 } = {}) {
     // The outbox writer is the daemon itself (telemetry every 20 ms); the cut lands at a random moment.
     await sleep(100 + r.int(1400));
     rssPeak = Math.max(rssPeak, d.rss());
+    running = false; // no new writes after the cut; those in flight are cut
     await d.kill('SIGKILL');
     stats.cuts++;
-    running = false;
     await Promise.all(writers);
     const t0 = Date.now();
     try {
