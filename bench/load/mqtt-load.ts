@@ -3,7 +3,7 @@
 //
 //   node bench/out/mqtt-load.mjs PORT TARGET ASSET
 //   → {"ready":true}; then stdin commands, one JSON line each, answered on stdout:
-//   {"cmd":"latency","n":N}          N sequential round trips → {"p50":ms,"p99":ms,"n":N}
+//   {"cmd":"latency","n":N}          N sequential round trips → {"p50":ms,"p99":ms,"n":N,"rtts":[ms…]}
 //   {"cmd":"throughput","ms":T,"window":W}  W requests in flight for T ms → {"rps":x,"n":count}
 //   {"cmd":"sample"}                 one reply's payload → {"payload":"…"}
 
@@ -55,7 +55,7 @@ async function latency(n: number) {
     check(await roundTrip());
     rtts.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  return { p50: percentile(rtts, 50), p99: percentile(rtts, 99), n };
+  return { p50: percentile(rtts, 50), p99: percentile(rtts, 99), n, rtts };
 }
 
 async function throughput(ms: number, window: number) {
