@@ -7,6 +7,8 @@ export type Params = Record<string, string>;
 interface Route<H> {
   method: string;
   segments: string[]; // ':name' for a parameter
+  /** The parameter name at each position (undefined for literals), sliced once. */
+  paramNames: (string | undefined)[];
   handler: H;
 }
 
@@ -33,7 +35,12 @@ export class Router<H> {
 
   add(method: string, pattern: string, handler: H): this {
     const segments = split(pattern);
-    const route = { method: method.toUpperCase(), segments, handler };
+    const route: Route<H> = {
+      method: method.toUpperCase(),
+      segments,
+      paramNames: segments.map((s) => (s.startsWith(':') ? s.slice(1) : undefined)),
+      handler,
+    };
     const head = segments.slice(0, 2);
     if (head.some((s) => s.startsWith(':'))) {
       let list = this.anyPrefix.get(segments.length);
@@ -87,8 +94,8 @@ export class Router<H> {
     if (!exact) return { kind: 'method-not-allowed', allowed };
     const params: Params = Object.create(null);
     for (let j = 0; j < segs.length; j++) {
-      const s = exact.segments[j];
-      if (s.charCodeAt(0) === 58) params[s.slice(1)] = segs[j];
+      const name = exact.paramNames[j];
+      if (name !== undefined) params[name] = segs[j];
     }
     return { kind: 'found', handler: exact.handler, params };
   }

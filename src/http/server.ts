@@ -97,8 +97,6 @@ export class HttpServer {
   readonly filters: ResponseFilter[] = [];
   private servers: { server: http.Server; info: ListenerInfo }[] = [];
   private sockets = new Set<Socket>();
-  private inFlight = 0;
-  private idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly log: Logger,
@@ -181,10 +179,6 @@ export class HttpServer {
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse, info: ListenerInfo): Promise<void> {
-    this.inFlight++;
-    res.once('close', () => {
-      if (--this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
     const path = decodePath(req.url ?? '');
     const ctx = new RequestContext(req, res, info, path ?? '/', this.filters);
     let route: Route | undefined;
@@ -232,17 +226,24 @@ export class HttpServer {
     if (unread) ctx.res.once('finish', () => ctx.req.socket.destroy());
   }
 
-  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), then closes every socket. */
+  /**
+   * Stops accepting, lets in-flight requests finish (up to `graceMs`), then closes every socket.
+   * No per-request bookkeeping: a closed server's callback fires once its last connection ends, and
+   * connections that go idle after their response are closed as they do.
+   */
   async close(graceMs = 3000): Promise<void> {
-    for (const { server } of this.servers) server.close();
-    for (const { server } of this.servers) server.closeIdleConnections?.();
-    if (this.inFlight > 0) {
-      await Promise.race([
-        new Promise<void>((r) => this.idleWaiters.push(r)),
-        new Promise<void>((r) => setTimeout(r, graceMs).unref()),
-      ]);
-    }
-    for (const s of this.sockets) s.destroy();
+    const servers = this.servers.map((s) => s.server);
     this.servers = [];
+    const allClosed = Promise.all(servers.map((server) => new Promise<void>((r) => server.close(() => r()))));
+    const sweep = () => {
+      for (const server of servers) server.closeIdleConnections?.();
+    };
+    sweep();
+    const sweeper = setInterval(sweep, 25);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([allClosed, new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+    clearInterval(sweeper);
+    clearTimeout(timer);
+    for (const s of this.sockets) s.destroy();
   }
 }
