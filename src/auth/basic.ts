@@ -14,6 +14,9 @@ export interface BasicCredentials {
  * a Kura quirk: `basic` is ignored), the second token strict standard Base64 of UTF-8 `user:password`
  * (user before the first `:`). Anything else: undefined (the provider declines).
  */
+// Stateless for whole inputs, so one decoder serves every request.
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 export function parseBasic(header: string | undefined): BasicCredentials | undefined {
   if (!header) return undefined;
   const parts = header.trim().split(/\s+/);
@@ -22,7 +25,7 @@ export function parseBasic(header: string | undefined): BasicCredentials | undef
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 !== 0) return undefined;
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(b64, 'base64'));
+    text = UTF8.decode(Buffer.from(b64, 'base64'));
   } catch {
     return undefined;
   }

@@ -73,6 +73,7 @@ function isStored(v: unknown): v is StoredIdentity {
 
 export class IdentityStore {
   private identities = new Map<string, Identity>();
+  private lastRefresh = 0;
   private listeners: ((name: string, kind: ChangeKind) => void)[] = [];
   private stamp = '';
   private nextCredentials = 1;
@@ -220,8 +221,12 @@ export class IdentityStore {
    * The same, synchronously, before a password check (one stat): a password set with `gatewayd
    * passwd` on a running device works at once. Skipped while a write of ours is in flight.
    */
-  refreshIfChanged(): void {
-    if (this.pending === 0) this.safeSync();
+  refreshIfChanged(notMoreOftenThanMs = 0): void {
+    if (this.pending !== 0) return;
+    const now = Date.now();
+    if (notMoreOftenThanMs > 0 && now - this.lastRefresh < notMoreOftenThanMs) return;
+    this.lastRefresh = now;
+    this.safeSync();
   }
 
   private safeSync(): void {
