@@ -173,7 +173,18 @@ export class AuthLayer {
     if (allowed.length > 0 && !allowed.includes(ctx.listener.port)) throw new HttpError(404, 'Not found', true);
   }
 
+  private stepsCache: { rest: RestConfig; version: number; steps: Step[] } | undefined;
+
+  /** The providers in the order they run; rebuilt only when the `rest` section or the custom providers change. */
   private steps(): Step[] {
+    const c = this.stepsCache;
+    if (c && c.rest === this.rest && c.version === this.providers.version) return c.steps;
+    const steps = this.buildSteps();
+    this.stepsCache = { rest: this.rest, version: this.providers.version, steps };
+    return steps;
+  }
+
+  private buildSteps(): Step[] {
     const steps: Step[] = [];
     if (this.rest['auth.certificate.enabled'] && this.rest['auth.certificate.stateless.enabled']) {
       steps.push({ name: 'certificate', priority: CERTIFICATE_PRIORITY, run: (ctx) => this.byCertificate(ctx) });

@@ -85,12 +85,15 @@ export function asCustomProvider(p: unknown): CustomAuthProvider {
 export class AuthProviderRegistry {
   private providers: { p: CustomAuthProvider; seq: number }[] = [];
   private seq = 0;
+  /** Bumped on every change, so users can cache what they derive from the list. */
+  version = 0;
 
   register(provider: unknown): void {
     const p = asCustomProvider(provider);
     if (this.providers.some((x) => x.p.name === p.name)) throw new Error(`an authentication provider named ${p.name} is already registered`);
     this.providers.push({ p, seq: this.seq++ });
     this.providers.sort((a, b) => (a.p.priority ?? Number.MAX_SAFE_INTEGER) - (b.p.priority ?? Number.MAX_SAFE_INTEGER) || a.seq - b.seq);
+    this.version++;
     p.onEnabled?.();
   }
 
@@ -98,6 +101,7 @@ export class AuthProviderRegistry {
     const i = this.providers.findIndex((x) => x.p === provider || x.p.name === (provider as { name?: unknown })?.name);
     if (i < 0) return;
     const [{ p }] = this.providers.splice(i, 1);
+    this.version++;
     p.onDisabled?.();
   }
 
