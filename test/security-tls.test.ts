@@ -10,12 +10,6 @@ import { startDaemon } from './helpers/daemon.js';
 import fs from 'node:fs';
 import { haveOpenssl, makePki } from './helpers/certs.js';
 
-if (!haveOpenssl()) {
-  // The self-signed certificate is generated with openssl.
-  if (process.env.CI === 'true') t.fail('openssl is required under CI');
-  else t.plan(0, 'openssl not installed');
-}
-
 type Outcome = { ok: true; protocol: string; cipher: string } | { ok: false; error: string };
 
 function handshake(port: number, opts: tls.ConnectionOptions): Promise<Outcome> {
@@ -54,7 +48,10 @@ t.test('TLS on the HTTPS port', async (t) => {
     if (v12.ok) t.match(v12.cipher, STRONG_TLS12, `negotiated ${v12.cipher}`);
   });
 
-  t.test('TLS 1.0 and 1.1 are refused', async (t) => {
+  // The control server's certificate is made with openssl (the daemon's own needs none).
+  const noOpenssl = haveOpenssl() ? false : 'openssl not installed';
+  if (noOpenssl && process.env.CI === 'true') t.fail('openssl is required under CI');
+  t.test('TLS 1.0 and 1.1 are refused', { skip: noOpenssl }, async (t) => {
     // Control: a permissive local server proves this client can still speak the old versions.
     const pki = makePki();
     t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
