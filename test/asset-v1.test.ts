@@ -265,14 +265,20 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
   t.test('bare JSON: the contract example works from a shell', async (t) => {
     await start({ 'client-id': 'gatewayd', 'payload.encoding': 'json' });
     const out = await new Promise<string>((resolve, reject) => {
-      const sub = spawn('/usr/bin/mosquitto_sub', ['-p', String(broker.port), '-h', '127.0.0.1', '-t', '$EDC/acct/me/ASSET-V1/REPLY/1', '-C', '1', '-W', '5']);
+      const sub = spawn('/usr/bin/mosquitto_sub', ['-p', String(broker.port), '-h', '127.0.0.1', '-t', '$EDC/acct/me/ASSET-V1/REPLY/1', '-C', '1', '-W', '15']);
       let text = '';
-      sub.stdout.on('data', (d) => (text += d));
-      sub.on('exit', () => resolve(text));
-      sub.on('error', reject);
-      setTimeout(() => {
+      // A read is idempotent: publish until the reply shows up, so a loaded machine (subscriber or
+      // daemon not subscribed yet) cannot lose the one request.
+      const publish = () =>
         execFile('/usr/bin/mosquitto_pub', ['-p', String(broker.port), '-h', '127.0.0.1', '-t', '$EDC/acct/gatewayd/ASSET-V1/EXEC/read/me/1', '-m', '[{"name":"a","channels":[{"name":"b"}]}]']);
-      }, 300);
+      const timer = setInterval(publish, 500);
+      setTimeout(publish, 300);
+      sub.stdout.on('data', (d) => (text += d));
+      sub.on('exit', () => {
+        clearInterval(timer);
+        resolve(text);
+      });
+      sub.on('error', reject);
     });
     const res = JSON.parse(out);
     t.equal(res[0].name, 'a');

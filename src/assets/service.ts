@@ -100,6 +100,12 @@ export interface AssetRuntimeOptions {
 const READ_EXPECTED = 'Channel type not within expected types (READ or READ_WRITE)';
 const WRITE_EXPECTED = 'Channel type not within expected types (WRITE or READ_WRITE)';
 
+interface PendingCall {
+  deadline: number;
+  settled: boolean;
+  fail(): void;
+}
+
 export class AssetRuntime implements AssetService {
   private assets = new Map<string, AssetConfig>();
   private pollTimers = new Map<string, NodeJS.Timeout>();
@@ -108,6 +114,8 @@ export class AssetRuntime implements AssetService {
   // (and so one bus transaction). Keyed by the config object, so a reload never joins a stale read.
   private inflight = new WeakMap<AssetConfig, Map<string, Promise<ChannelResult[]>>>();
   private stopped = false;
+  private pendingCalls = new Set<PendingCall>();
+  private watchdog: NodeJS.Timeout | undefined;
   private readonly callTimeoutMs: number;
 
   constructor(
@@ -218,29 +226,64 @@ export class AssetRuntime implements AssetService {
   }
 
   /** One driver call; every way it can fail becomes per-channel failures (contract §5). */
-  private async callDriver(asset: AssetConfig, op: (d: Driver) => Promise<ChannelResult[]>, n: number): Promise<ChannelResult[]> {
+  /**
+   * Calls the driver; never rejects. A call that has not answered within `callTimeoutMs` fails its
+   * channels. The deadline is watched by one shared timer (`watchdog`), not a timer per call: every
+   * REST read goes through here.
+   */
+  private callDriver(asset: AssetConfig, op: (d: Driver) => Promise<ChannelResult[]>, n: number): Promise<ChannelResult[]> {
     const driver = this.drivers.get(asset.driverPid);
     const failAll = (error: string): ChannelResult[] => new Array(n).fill({ ok: false, error });
-    if (!driver) return failAll(DRIVER_NOT_ATTACHED);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const res = await Promise.race([
-        op(driver),
-        new Promise<never>((_, reject) => {
-          // Not unref'd: a caller is waiting on it (main.ts exits explicitly on stop).
-          timer = setTimeout(() => reject(new Error(`Driver ${asset.driverPid} did not answer within ${this.callTimeoutMs} ms`)), this.callTimeoutMs);
-        }),
-      ]);
-      if (!Array.isArray(res) || res.length !== n) throw new Error(`Driver ${asset.driverPid} returned a malformed result`);
-      return res.map((r) => (r && typeof r === 'object' ? r : { ok: false, error: `Driver ${asset.driverPid} returned no result` }));
-    } catch (err) {
-      const msg = (err as Error)?.message || `Driver ${asset.driverPid} failed`;
-      this.log.debug('driver call failed', { asset: asset.pid, driver: asset.driverPid, error: msg });
-      return failAll(msg);
-    } finally {
-      clearTimeout(timer);
-    }
+    if (!driver) return Promise.resolve(failAll(DRIVER_NOT_ATTACHED));
+    return new Promise<ChannelResult[]>((resolve) => {
+      const call: PendingCall = {
+        deadline: Date.now() + this.callTimeoutMs,
+        settled: false,
+        fail: () => settle(failAll(`Driver ${asset.driverPid} did not answer within ${this.callTimeoutMs} ms`)),
+      };
+      const settle = (res: ChannelResult[]) => {
+        if (call.settled) return;
+        call.settled = true;
+        this.pendingCalls.delete(call);
+        resolve(res);
+      };
+      const failed = (err: unknown) => {
+        const msg = (err as Error)?.message || `Driver ${asset.driverPid} failed`;
+        this.log.debug('driver call failed', { asset: asset.pid, driver: asset.driverPid, error: msg });
+        settle(failAll(msg));
+      };
+      this.pendingCalls.add(call);
+      this.armWatchdog();
+      let p: Promise<ChannelResult[]>;
+      try {
+        p = op(driver);
+      } catch (err) {
+        failed(err);
+        return;
+      }
+      Promise.resolve(p).then((res) => {
+        if (!Array.isArray(res) || res.length !== n) return failed(new Error(`Driver ${asset.driverPid} returned a malformed result`));
+        settle(res.map((r) => (r && typeof r === 'object' ? r : { ok: false, error: `Driver ${asset.driverPid} returned no result` })));
+      }, failed);
+    });
   }
+
+  private armWatchdog(): void {
+    if (this.watchdog) return;
+    const period = Math.max(10, Math.min(1000, Math.floor(this.callTimeoutMs / 4)));
+    // Not unref'd while calls are pending: a caller is waiting on them.
+    this.watchdog = setInterval(() => {
+      const now = Date.now();
+      for (const call of this.pendingCalls) {
+        if (now >= call.deadline) call.fail();
+      }
+      if (this.pendingCalls.size === 0) {
+        clearInterval(this.watchdog);
+        this.watchdog = undefined;
+      }
+    }, period);
+  }
+
 
   onPoll(listener: (pid: string, records: ChannelRecord[]) => void): () => void {
     this.pollListeners.add(listener);
@@ -284,6 +327,10 @@ export class AssetRuntime implements AssetService {
     for (const t of this.pollTimers.values()) clearTimeout(t);
     this.pollTimers.clear();
     await this.drivers.close();
+    // Calls into drivers that were just closed may never settle: answer their callers now.
+    for (const call of [...this.pendingCalls]) call.fail();
+    clearInterval(this.watchdog);
+    this.watchdog = undefined;
   }
 }
 
