@@ -19,11 +19,28 @@ const MOSQUITTO = '/usr/sbin/mosquitto';
 function broker(port, dir) {
   const conf = path.join(dir, 'mosquitto.conf');
   // As root, mosquitto would drop to user `mosquitto` and lose access to the private temp dir.
-  fs.writeFileSync(conf, [`user ${os.userInfo().username}`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`, 'log_dest none', `listener ${port} 127.0.0.1`].join('\n') + '\n');
+  // Debug logging names every PUBLISH/PUBACK with its message id: after a run, a value the device
+  // handed over (PUBACK sent to it) that the broker never forwarded to us is the broker's loss.
+  fs.writeFileSync(conf, [`user ${os.userInfo().username}`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`, 'log_dest stdout', 'log_type debug', `listener ${port} 127.0.0.1`].join('\n') + '\n');
   let child;
+  const lives = [];
   return {
+    lives,
     async start() {
-      child = track(spawn(MOSQUITTO, ['-c', conf], { stdio: 'ignore' }));
+      const life = { pubackToDevice: 0, publishToUs: 0 };
+      lives.push(life);
+      child = track(spawn(MOSQUITTO, ['-c', conf], { stdio: ['ignore', 'pipe', 'ignore'] }));
+      let buf = '';
+      child.stdout.on('data', (c) => {
+        buf += c;
+        let i;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (/Sending PUBACK to gw /.test(line)) life.pubackToDevice++;
+          else if (/Sending PUBLISH to robust-sub .*acct\/gw\/assets\/tele/.test(line)) life.publishToUs++;
+        }
+      });
       for (let i = 0; i < 200; i++) {
         const ok = await new Promise((resolve) => {
           const s = net.connect({ host: '127.0.0.1', port });
@@ -166,6 +183,7 @@ export async function runBroker({ restarts = 20 } = {}) {
     notes: [
       `${restarts} SIGKILL/restart cycles of mosquitto (${(downMs / 1000).toFixed(0)} s down in all) under telemetry every 50 ms; device connections logged: ${connectedLines()}`,
       `published ${published} (counter ${lo}…${hi}), delivered ${values.length} distinct, lost ${missing.length}, duplicated ${duplicated} (messages received ${received})`,
+      `broker's own account (debug log, per broker life): ${b.lives.filter((l) => l.pubackToDevice > l.publishToUs).length} of ${b.lives.length} lives acknowledged more telemetry from the device than they forwarded to us (${b.lives.reduce((n, l) => n + Math.max(0, l.pubackToDevice - l.publishToUs), 0)} messages accepted and then lost by the SIGKILLed broker)`,
     ],
     failures,
   };
