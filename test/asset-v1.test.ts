@@ -265,7 +265,7 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
   t.test('bare JSON: the contract example works from a shell', async (t) => {
     await start({ 'client-id': 'gatewayd', 'payload.encoding': 'json' });
     const out = await new Promise<string>((resolve, reject) => {
-      const sub = spawn('/usr/bin/mosquitto_sub', ['-p', String(broker.port), '-h', '127.0.0.1', '-t', '$EDC/acct/me/ASSET-V1/REPLY/1', '-C', '1', '-W', '15']);
+      const sub = spawn('/usr/bin/mosquitto_sub', ['-p', String(broker.port), '-h', '127.0.0.1', '-t', '$EDC/acct/me/ASSET-V1/REPLY/1', '-C', '1', '-W', '15', '-d']);
       let text = '';
       // A read is idempotent: publish until the reply shows up, so a loaded machine (subscriber or
       // daemon not subscribed yet) cannot lose the one request.
@@ -273,14 +273,17 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
         execFile('/usr/bin/mosquitto_pub', ['-p', String(broker.port), '-h', '127.0.0.1', '-t', '$EDC/acct/gatewayd/ASSET-V1/EXEC/read/me/1', '-m', '[{"name":"a","channels":[{"name":"b"}]}]']);
       const timer = setInterval(publish, 500);
       setTimeout(publish, 300);
+      let err = '';
       sub.stdout.on('data', (d) => (text += d));
-      sub.on('exit', () => {
+      sub.stderr.on('data', (d) => (err += d));
+      sub.on('exit', (code) => {
         clearInterval(timer);
-        resolve(text);
+        if (!text.includes('[')) reject(new Error(`mosquitto_sub exited ${code} without a reply: ${text} ${err}`));
+        else resolve(text);
       });
       sub.on('error', reject);
     });
-    const res = JSON.parse(out);
+    const res = JSON.parse(out.slice(out.indexOf('[')));
     t.equal(res[0].name, 'a');
     t.match(res[0].channels[0], { name: 'b', value: 'true', type: 'BOOLEAN' });
 
