@@ -41,6 +41,9 @@ async function startServer(t: any, specs: { port: number; kind: 'http' | 'https'
   server.route('GET', '/boom', json, () => {
     throw new Error('secret internal detail /etc/passwd at line 3');
   });
+  server.route('GET', '/full', json, () => {
+    throw Object.assign(new Error("ENOSPC: no space left on device, write '/var/lib/gatewayd/identities.json'"), { code: 'ENOSPC' });
+  });
   server.route('GET', '/teapot', text, () => {
     throw new HttpError(418, 'short and stout');
   });
@@ -69,6 +72,10 @@ t.test('error policy per family, 404/405 bodiless, no stack trace', async (t) =>
   t.same(boom.json(), { message: 'An internal error occurred' });
   t.notMatch(boom.body, /secret|passwd|at line/);
   t.ok(logs.some((l) => /msg="request failed"/.test(l)), 'logged once for the operator');
+  const full = await request(ports, '/full');
+  t.equal(full.status, 507, 'a full disk is a clear 507, not an anonymous 500');
+  t.same(full.json(), { message: 'Insufficient storage: the change could not be saved (no space left on the device)' });
+  t.notMatch(full.body, /identities\.json/, 'no file path reaches the client');
   const tea = await request(ports, '/teapot');
   t.equal(tea.status, 418);
   t.equal(tea.body, 'short and stout');

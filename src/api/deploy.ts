@@ -10,7 +10,7 @@ import fsp from 'node:fs/promises';
 import busboy from 'busboy';
 import type { HttpServer } from '../http/server.js';
 import { textFamily } from '../http/server.js';
-import { HttpError, type RequestContext } from '../http/context.js';
+import { HttpError, storageError, type RequestContext } from '../http/context.js';
 import { isPlainObject } from '../config/schema.js';
 import { mediaType, readJson } from '../http/body.js';
 import type { Logger } from '../log.js';
@@ -44,7 +44,7 @@ export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentSer
   }, ROLE);
 
   server.route('POST', `${BASE}/_upload`, family, async (ctx) => {
-    const { file, filename } = await receiveUpload(ctx, deploy);
+    const { file, filename } = await receiveUpload(ctx, deploy, log);
     try {
       ctx.json(200, deploy.installUploaded(file, filename));
     } catch (err) {
@@ -91,7 +91,7 @@ async function urlOf(ctx: RequestContext): Promise<unknown> {
  * Streams the multipart part `file` to a file in dataDir, never holding it in memory, and refuses
  * more than `deploy.upload.max.bytes` with 413 (Kura has no limit). Other parts are drained.
  */
-function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<{ file: string; filename: string }> {
+function receiveUpload(ctx: RequestContext, deploy: DeploymentService, log: Logger): Promise<{ file: string; filename: string }> {
   const max = deploy.settings['upload.max.bytes'];
   if (mediaType(ctx) !== 'multipart/form-data') {
     ctx.req.resume();
@@ -159,7 +159,10 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService): Promise<
           settled = true;
           resolve({ file: target, filename });
         },
-        () => fail(new HttpError(500, `Error installing deployment package: ${filename}`)),
+        (err) => {
+          log.error('upload could not be stored', { file: filename, error: (err as Error)?.message ?? String(err) });
+          fail(storageError(err) ?? new HttpError(500, `Error installing deployment package: ${filename}`));
+        },
       );
     });
     ctx.req.on('aborted', () => fail(new HttpError(400, 'Request aborted')));

@@ -31,6 +31,23 @@ export class HttpError extends Error {
   }
 }
 
+const STORAGE_ERRORS: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'the disk quota is exhausted',
+  EROFS: 'the data folder is read-only',
+  EFBIG: 'the file is larger than the device allows',
+};
+
+/**
+ * A storage failure (full disk, quota, read-only data folder) as a clear 507 instead of an anonymous
+ * 500: the operator can act on it. Undefined for any other error.
+ */
+export function storageError(err: unknown): HttpError | undefined {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const why = code ? STORAGE_ERRORS[code] : undefined;
+  return why ? new HttpError(507, `Insufficient storage: the change could not be saved (${why})`) : undefined;
+}
+
 export type ResponseFilter = (ctx: RequestContext, status: number, headers: Record<string, string | string[]>) => number;
 
 export class RequestContext {

@@ -9,7 +9,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
 import { Router, decodePath } from './router.js';
-import { HttpError, RequestContext, type ListenerInfo, type ResponseFilter } from './context.js';
+import { HttpError, RequestContext, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
@@ -213,7 +213,7 @@ export class HttpServer {
     } else {
       // Never a stack trace to the client; one log line with the route for the operator.
       this.log.error('request failed', { method: ctx.method, path: ctx.path, error: (err as Error)?.message ?? String(err) });
-      httpErr = new HttpError(500, INTERNAL);
+      httpErr = storageError(err) ?? new HttpError(500, INTERNAL);
     }
     // A body we refused to read must not be parsed as the next request on this connection: close it,
     // and say so, or a keep-alive client sends its next request into a dying socket. A bodiless
