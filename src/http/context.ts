@@ -18,16 +18,25 @@ export interface ListenerInfo {
   clientAuth: boolean;
 }
 
-/** Thrown by handlers (and body readers) to answer with a status; the API family decides the body. */
+/**
+ * Thrown by handlers (and body readers) to answer with a status; the API family decides the body.
+ * It is an answer, not a fault: no stack trace is captured (that cost about as much as the rest of
+ * a 404), and none is ever shown.
+ */
 export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** A bodiless error (Kura's Jersey-generated 404/405/403): the family policy sends no entity. */
-    readonly bodiless = false,
-    readonly headers: Record<string, string> = {},
-  ) {
+  readonly status: number;
+  /** A bodiless error (Kura's Jersey-generated 404/405/403): the family policy sends no entity. */
+  readonly bodiless: boolean;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, message: string, bodiless = false, headers: Record<string, string> = {}) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
+    this.status = status;
+    this.bodiless = bodiless;
+    this.headers = headers;
   }
 }
 
