@@ -108,24 +108,38 @@ export async function startDaemon(
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const d = watchProcess(t, proc, ports, cfg.dataDir, configFile, dir);
+  if (!opts.dir) {
+    t.teardown(async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      await d.exited;
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+  }
+  if (!opts.noWait) await d.waitForLog(/msg="gatewayd ready"/, 15_000);
+  return d;
+}
+
+/**
+ * Wraps a started process that logs like gatewayd (the bundle, or an installed launcher) as a
+ * `Daemon`: collects its log lines, waits for patterns, talks HTTP to its ports, kills it at teardown.
+ */
+export function watchProcess(t: TestLike, proc: ChildProcess, ports: Daemon['ports'], dataDir: string, configFile: string, dir: string): Daemon {
   const logs: string[] = [];
   const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
-  const onLine = (line: string) => {
-    logs.push(line);
-    if (process.env.GATEWAYD_TEST_LOGS) process.stderr.write(`[gatewayd] ${line}\n`);
-    for (let i = waiters.length - 1; i >= 0; i--) {
-      if (waiters[i].re.test(line)) waiters.splice(i, 1)[0].resolve(line);
-    }
-  };
-  for (const stream of [proc.stdout!, proc.stderr!]) {
+  for (const stream of [proc.stdout, proc.stderr]) {
+    if (!stream) continue;
     let buf = '';
     stream.setEncoding('utf8');
     stream.on('data', (d: string) => {
       buf += d;
       let i;
       while ((i = buf.indexOf('\n')) >= 0) {
-        onLine(buf.slice(0, i));
+        const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
+        logs.push(line);
+        if (process.env.GATEWAYD_TEST_LOGS) process.stderr.write(`[gatewayd ${proc.pid}] ${line}\n`);
+        for (let w = waiters.length - 1; w >= 0; w--) if (waiters[w].re.test(line)) waiters.splice(w, 1)[0].resolve(line);
       }
     });
   }
@@ -135,10 +149,8 @@ export async function startDaemon(
       proc.kill('SIGKILL');
       await exited;
     }
-    if (!opts.dir) fs.rmSync(dir, { recursive: true, force: true });
   });
-
-  const waitForLog = (re: RegExp, timeoutMs = 10_000) =>
+  const waitForLog = (re: RegExp, timeoutMs = 15_000) =>
     new Promise<string>((resolve, reject) => {
       const found = logs.find((l) => re.test(l));
       if (found) return resolve(found);
@@ -155,11 +167,10 @@ export async function startDaemon(
         reject(new Error(`daemon exited (${code}) before logging ${re}; last lines:\n${logs.slice(-10).join('\n')}`));
       });
     });
-
-  const d: Daemon = {
+  return {
     proc,
     dir,
-    dataDir: cfg.dataDir,
+    dataDir,
     configFile,
     ports,
     logs,
@@ -172,8 +183,6 @@ export async function startDaemon(
       return exited;
     },
   };
-  if (!opts.noWait) await waitForLog(/msg="gatewayd ready"/, 15_000);
-  return d;
 }
 
 export function request(ports: Daemon['ports'], pathname: string, o: RequestOptions = {}): Promise<Response> {

@@ -8,7 +8,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, ensureBundle, request, type Daemon } from './daemon.js';
+import { ROOT, ensureBundle, request, watchProcess, type Daemon } from './daemon.js';
+
+export { watchProcess };
 
 export { ROOT };
 
@@ -175,61 +177,6 @@ export function writesInTrace(file: string, cwd = '/'): string[] {
   return [...out].sort();
 }
 
-/** A started process that logs like gatewayd, wrapped as the `Daemon` the session client expects. */
-export function watchProcess(t: TestLike, proc: ChildProcess, ports: Daemon['ports'], dataDir: string, configFile: string, dir: string): Daemon {
-  const logs: string[] = [];
-  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
-  for (const stream of [proc.stdout, proc.stderr]) {
-    if (!stream) continue;
-    let buf = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (d: string) => {
-      buf += d;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        logs.push(line);
-        if (process.env.GATEWAYD_TEST_LOGS) process.stderr.write(`[installed] ${line}\n`);
-        for (let w = waiters.length - 1; w >= 0; w--) if (waiters[w].re.test(line)) waiters.splice(w, 1)[0].resolve(line);
-      }
-    });
-  }
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  t.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL');
-      await exited;
-    }
-  });
-  const waitForLog = (re: RegExp, timeoutMs = 15_000) =>
-    new Promise<string>((resolve, reject) => {
-      const found = logs.find((l) => re.test(l));
-      if (found) return resolve(found);
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; last lines:\n${logs.slice(-10).join('\n')}`)), timeoutMs);
-      waiters.push({ re, resolve: (l) => (clearTimeout(timer), resolve(l)) });
-      exited.then((code) => {
-        clearTimeout(timer);
-        reject(new Error(`exited (${code}) before logging ${re}; last lines:\n${logs.slice(-10).join('\n')}`));
-      });
-    });
-  return {
-    proc,
-    dir,
-    dataDir,
-    configFile,
-    ports,
-    logs,
-    exited,
-    waitForLog,
-    request: (p, o) => request(ports, p, o),
-    signal: (sig) => proc.kill(sig),
-    stop: async () => {
-      proc.kill('SIGTERM');
-      return exited;
-    },
-  };
-}
 
 /** A client for a daemon started by something else (the init script): only ports and request. */
 export function clientFor(ports: Daemon['ports']): Daemon {
