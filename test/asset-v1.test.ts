@@ -276,14 +276,16 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
       let err = '';
       sub.stdout.on('data', (d) => (text += d));
       sub.stderr.on('data', (d) => (err += d));
-      sub.on('exit', (code) => {
+      // 'close', not 'exit': 'exit' can come before the last of stdout has been read.
+      sub.on('close', (code) => {
         clearInterval(timer);
-        if (!text.includes('[')) reject(new Error(`mosquitto_sub exited ${code} without a reply: ${text} ${err}`));
+        if (!text.split('\n').some((l) => l.startsWith('['))) reject(new Error(`mosquitto_sub exited ${code} without a reply: ${text} ${err}`));
         else resolve(text);
       });
       sub.on('error', reject);
     });
-    const res = JSON.parse(out.slice(out.indexOf('[')));
+    // -d prints debug lines around the payload, which has a line of its own.
+    const res = JSON.parse(out.split('\n').find((l) => l.startsWith('['))!);
     t.equal(res[0].name, 'a');
     t.match(res[0].channels[0], { name: 'b', value: 'true', type: 'BOOLEAN' });
 
