@@ -19,8 +19,17 @@ function shellRequest(port: number, topic: string, replyTopic: string, message: 
     let out = '';
     sub.stdout.on('data', (d) => (out += d));
     sub.on('error', reject);
-    sub.on('exit', () => resolve(out.trim()));
-    setTimeout(() => execFile('/usr/bin/mosquitto_pub', ['-h', '127.0.0.1', '-p', String(port), '-t', topic, '-m', message]), 300);
+    // Publish until the reply shows up (a loaded machine may not have the subscription in place
+    // after a fixed delay; reads and same-value writes are idempotent); 'close', not 'exit', so the
+    // last of stdout has been read.
+    const publish = () => execFile('/usr/bin/mosquitto_pub', ['-h', '127.0.0.1', '-p', String(port), '-t', topic, '-m', message]);
+    const first = setTimeout(publish, 300);
+    const again = setInterval(publish, 1000);
+    sub.on('close', () => {
+      clearTimeout(first);
+      clearInterval(again);
+      resolve(out.trim());
+    });
   });
 }
 
