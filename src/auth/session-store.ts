@@ -1,6 +1,7 @@
 // Cookie sessions (kura/session-auth.md §3–6): in memory, bounded, oldest idle evicted first.
 
 import crypto from 'node:crypto';
+import { v4 as uuidv4 } from 'uuid';
 
 export interface Session {
   /** The JSESSIONID value: 128 bits from the CSPRNG, base64url. */
@@ -45,7 +46,9 @@ export class SessionStore {
     const s: Session = {
       id: crypto.randomBytes(16).toString('base64url'),
       user,
-      xsrfToken: crypto.randomUUID(),
+      // A random (v4) UUID, as Kura's UUID.randomUUID(). The bytes are passed in: uuid's default path
+      // uses the global `crypto`, which Node 18 does not have.
+      xsrfToken: uuidv4({ random: crypto.randomBytes(16) }),
       credentials,
       locked,
       lastActivity: this.now(),
