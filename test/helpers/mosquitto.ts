@@ -3,11 +3,15 @@
 // The broker can be stopped and restarted on the same ports (persistence on, so QoS 1 sessions of
 // persistent clients survive a restart as they would in the field).
 
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './ports.js';
+import { makePki } from './certs.js';
+
+export { freePort };
 
 export const MOSQUITTO = '/usr/sbin/mosquitto';
 
@@ -34,18 +38,6 @@ export function mosquittoSkip(): { skip?: string } {
   return { skip: 'mosquitto not installed' };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 export interface Certs {
   ca: string;
   serverCert: string;
@@ -56,22 +48,9 @@ export interface Certs {
 
 /** A throw-away CA with a server certificate for 127.0.0.1/localhost and a client certificate. */
 export function makeCerts(dir: string): Certs {
-  const f = (n: string) => path.join(dir, n);
-  const ossl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  ossl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2', '-subj', '/CN=gatewayd test CA');
-  fs.writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  for (const who of ['server', 'client']) {
-    ossl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f(`${who}.key`), '-out', f(`${who}.csr`), '-subj', `/CN=${who === 'server' ? 'localhost' : 'gatewayd-client'}`);
-    const ext = who === 'server' ? ['-extfile', f('server.ext')] : [];
-    ossl('x509', '-req', '-in', f(`${who}.csr`), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f(`${who}.pem`), '-days', '2', ...ext);
-  }
-  return {
-    ca: f('ca.pem'),
-    serverCert: f('server.pem'),
-    serverKey: f('server.key'),
-    clientCert: f('client.pem'),
-    clientKey: f('client.key'),
-  };
+  const pki = makePki(dir);
+  const client = pki.client('gatewayd-client');
+  return { ca: pki.caCert, serverCert: pki.serverCert, serverKey: pki.serverKey, clientCert: client.cert, clientKey: client.key };
 }
 
 export interface Broker {
