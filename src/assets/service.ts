@@ -102,7 +102,6 @@ const WRITE_EXPECTED = 'Channel type not within expected types (WRITE or READ_WR
 
 interface PendingCall {
   deadline: number;
-  settled: boolean;
   fail(): void;
 }
 
@@ -238,14 +237,11 @@ export class AssetRuntime implements AssetService {
     return new Promise<ChannelResult[]>((resolve) => {
       const call: PendingCall = {
         deadline: Date.now() + this.callTimeoutMs,
-        settled: false,
         fail: () => settle(failAll(`Driver ${asset.driverPid} did not answer within ${this.callTimeoutMs} ms`)),
       };
+      // A call is pending exactly while it is in the set: the first outcome settles it.
       const settle = (res: ChannelResult[]) => {
-        if (call.settled) return;
-        call.settled = true;
-        this.pendingCalls.delete(call);
-        resolve(res);
+        if (this.pendingCalls.delete(call)) resolve(res);
       };
       const failed = (err: unknown) => {
         const msg = (err as Error)?.message || `Driver ${asset.driverPid} failed`;
