@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 // GATEWAYD_OUTFILE / GATEWAYD_VERSION / GATEWAYD_BUILD_PLUGIN (a module whose default export is an
-// esbuild plugin): second builds for the over-the-air test (test/ota.test.ts), same code path.
+// esbuild plugin): second builds for the over-the-air test (test/build/ota.test.ts), same code path.
 const outfile = process.env.GATEWAYD_OUTFILE ? path.resolve(process.env.GATEWAYD_OUTFILE) : path.join(root, 'dist', 'gatewayd.js');
 const extraPlugins = process.env.GATEWAYD_BUILD_PLUGIN ? [(await import(pathToFileURL(path.resolve(process.env.GATEWAYD_BUILD_PLUGIN)).href)).default] : [];
 const LIMIT = 256 * 1024;

@@ -6,7 +6,7 @@ command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need="$nee
 command -v mosquitto_pub >/dev/null 2>&1 || need="$need mosquitto-clients"
 command -v socat >/dev/null 2>&1 || need="$need socat"
 command -v openssl >/dev/null 2>&1 || need="$need openssl"
-# test/install.test.ts records the installed daemon's writes with strace (read-only rootfs check).
+# test/build/install.test.ts records the installed daemon's writes with strace (read-only rootfs check).
 command -v strace >/dev/null 2>&1 || need="$need strace"
 # ... and runs the init script under BusyBox as on a BusyBox image.
 command -v busybox >/dev/null 2>&1 || need="$need busybox"

@@ -1,0 +1,119 @@
+// The command line and configuration of contract §1–2, against the built bundle.
+import t from 'tap';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runCli, startDaemon, BUNDLE, ROOT } from '../helpers/daemon.js';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-cli-'));
+t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const write = (name: string, cfg: unknown) => {
+  const f = path.join(tmp, name);
+  fs.writeFileSync(f, typeof cfg === 'string' ? cfg : JSON.stringify(cfg));
+  return f;
+};
+
+t.test('--version prints the package version', async (t) => {
+  const r = runCli(['--version']);
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  t.equal(r.status, 0);
+  t.equal(r.stdout.trim(), `gatewayd ${pkg.version}`);
+});
+
+t.test('check-config accepts the development configuration', async (t) => {
+  const r = runCli(['check-config', '--config', path.join(ROOT, 'config', 'dev.json')]);
+  t.equal(r.status, 0, r.stdout);
+  t.match(r.stdout, /: ok$/m);
+});
+
+t.test('check-config reports every problem with its key path', async (t) => {
+  const f = write('bad.json', {
+    'log.levle': 'info',
+    http: { 'http.ports': [8080, 'x'], 'https.portz': [] },
+    rest: { 'session.inactivity.interval': -5, 'auth.basic.enabled': 'yes' },
+    drivers: { sim: { factory: 'simulator', speed: 3 } },
+    assets: {
+      pump1: {
+        'driver.pid': 'sim',
+        channels: { speed: { type: 'READ', 'value.type': 'DUBLE', simulation: 'sine' }, ok: { 'value.type': 'INTEGER', typo: 1 } },
+      },
+    },
+    mqtt: { 'keep-alive': 'often', 'payload.encoding': 'xml' },
+  });
+  const r = runCli(['check-config', '--config', f]);
+  t.equal(r.status, 1);
+  for (const key of [
+    'log.levle: unknown key',
+    'http.http.ports[1]: expected a number',
+    'http.https.portz: unknown key',
+    'rest.session.inactivity.interval: must be at least 1',
+    'rest.auth.basic.enabled: expected true or false',
+    'drivers.sim.speed: unknown key',
+    'assets.pump1.channels.speed.value.type: expected one of',
+    'assets.pump1.channels.ok.typo: unknown key',
+    'mqtt.keep-alive: expected a number',
+    'mqtt.payload.encoding: expected one of',
+  ]) {
+    t.ok(r.stdout.includes(`error: ${key}`), `reports ${key}`);
+  }
+  t.match(r.stdout, /10 error\(s\)/);
+});
+
+t.test('check-config: malformed JSON and missing file are errors, missing TLS files are warnings', async (t) => {
+  const r1 = runCli(['check-config', '--config', write('syntax.json', '{"http": ')]);
+  t.equal(r1.status, 1);
+  t.match(r1.stdout, /not valid JSON/);
+  const r2 = runCli(['check-config', '--config', path.join(tmp, 'nope.json')]);
+  t.equal(r2.status, 1);
+  t.match(r2.stdout, /cannot read .*ENOENT/);
+  const r3 = runCli(['check-config', '--config', write('warn.json', { http: { 'https.ports': [8443], 'https.client.auth.ports': [8444], 'https.truststore': 'missing-ca.pem' } })]);
+  t.equal(r3.status, 0, r3.stdout);
+  t.match(r3.stdout, /warning: http\.https\.truststore: file not found/);
+});
+
+t.test('GATEWAYD_CONFIG names the file when --config is absent', async (t) => {
+  const f = write('env.json', { nonsense: 1 });
+  const r = runCli(['check-config'], { env: { GATEWAYD_CONFIG: f } });
+  t.equal(r.status, 1);
+  t.match(r.stdout, /error: nonsense: unknown key/);
+});
+
+t.test('unknown options and arguments are refused with usage', async (t) => {
+  const r = runCli(['--frobnicate']);
+  t.equal(r.status, 64);
+  t.match(r.stderr, /unknown option --frobnicate/);
+  t.match(r.stderr, /usage:/);
+});
+
+t.test('a configuration error at start is logged with its key and the process exits non-zero', async (t) => {
+  const d = await startDaemon(t, { rest: { 'allowed.portz': [] } }, { noWait: true });
+  const code = await d.exited;
+  t.not(code, 0);
+  t.ok(d.logs.some((l) => /level=error msg="configuration error" key=rest.allowed.portz problem="unknown key"/.test(l)), d.logs.join('\n'));
+});
+
+t.test('the bundle runs alone, without node_modules', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-alone-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.copyFileSync(BUNDLE, path.join(dir, 'gatewayd.mjs'));
+  const { spawnSync } = await import('node:child_process');
+  const r = spawnSync(process.execPath, [path.join(dir, 'gatewayd.mjs'), '--version'], { cwd: dir, encoding: 'utf8' });
+  t.equal(r.status, 0, r.stderr);
+  t.match(r.stdout, /^gatewayd \d+\.\d+\.\d+/);
+});
+
+t.test('the bundle stays under 256 KB', async (t) => {
+  const size = fs.statSync(BUNDLE).size;
+  t.ok(size < 256 * 1024, `bundle is ${size} bytes`);
+});
+
+t.test('a configuration key named __proto__ is an ordinary name, not a prototype change', async (t) => {
+  const cfg = '{"identities": {"__proto__": {"password": "proto-pass-1", "permissions": ["rest.assets"]}}, "drivers": {"__proto__": {"factory": "simulator"}}, "assets": {"a": {"driver.pid": "__proto__", "channels": {"c": {"type": "READ", "value.type": "INTEGER", "simulation": "constant", "initial": 42}}}}}';
+  const r = runCli(['check-config', '--config', write('proto.json', cfg)]);
+  t.equal(r.status, 0, r.stdout);
+  const d = await startDaemon(t, JSON.parse(cfg));
+  const auth = `Basic ${Buffer.from('__proto__:proto-pass-1').toString('base64')}`;
+  const res = await d.request('/services/assets/a/_read', { headers: { authorization: auth } });
+  t.equal(res.status, 200, res.body);
+  t.equal(res.json()[0].value, 42, 'the driver named __proto__ is attached and read');
+});

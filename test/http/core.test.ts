@@ -1,0 +1,226 @@
+// The HTTP core in-process over real sockets: routing, error policy, body limits, TLS listeners with
+// and without client certificates, slow clients, graceful close.
+
+import t from 'tap';
+import fs from 'node:fs';
+import net from 'node:net';
+import tls from 'node:tls';
+import https from 'node:https';
+import { HttpServer, jsonFamily, textFamily, DEFAULT_LIMITS } from '../../src/http/server.js';
+import { HttpError } from '../../src/http/context.js';
+import { readJson } from '../../src/http/body.js';
+import { Router } from '../../src/http/router.js';
+import { createLogger } from '../../src/log.js';
+import { makePki, haveOpenssl } from '../helpers/certs.js';
+import { request } from '../helpers/daemon.js';
+
+const logs: string[] = [];
+const log = createLogger('debug', (l) => logs.push(l));
+
+t.test('router: params, literal before parameter, 404 and 405', async (t) => {
+  const r = new Router<string>();
+  r.add('GET', '/services/assets/:pid', 'asset').add('GET', '/services/assets/:pid/_read', 'read').add('POST', '/services/assets/:pid/_read', 'post-read');
+  r.add('DELETE', '/services/deploy/v2/:name', 'delete').add('POST', '/services/deploy/v2/_install', 'install');
+  t.same(r.find('GET', '/services/assets/pump'), { kind: 'found', handler: 'asset', params: { pid: 'pump' } });
+  t.same(r.find('POST', '/services/assets/pump/_read'), { kind: 'found', handler: 'post-read', params: { pid: 'pump' } });
+  t.same(r.find('HEAD', '/services/assets/pump'), { kind: 'found', handler: 'asset', params: { pid: 'pump' } });
+  t.same(r.find('POST', '/services/deploy/v2/_install'), { kind: 'found', handler: 'install', params: {} });
+  t.same(r.find('DELETE', '/services/deploy/v2/_install'), { kind: 'method-not-allowed', allowed: ['POST'] }, 'a literal resource is not shadowed by a parameter');
+  t.same(r.find('DELETE', '/services/deploy/v2/mypkg'), { kind: 'found', handler: 'delete', params: { name: 'mypkg' } });
+  t.same(r.find('PUT', '/services/assets/pump/_read'), { kind: 'method-not-allowed', allowed: ['GET', 'POST'] });
+  t.same(r.find('GET', '/services/nothing'), { kind: 'not-found' });
+  t.same(r.find('GET', '/services/assets/pump/_read/extra'), { kind: 'not-found' });
+});
+
+async function startServer(t: any, specs: { port: number; kind: 'http' | 'https' | 'client-auth' }[], material?: any, limits = DEFAULT_LIMITS) {
+  const server = new HttpServer(log, limits);
+  const json = jsonFamily('json');
+  const text = textFamily('text');
+  server.route('POST', '/echo', json, async (ctx) => ctx.json(200, await readJson(ctx, { requireJsonType: true, limit: 1024 })));
+  server.route('POST', '/text/echo', text, async (ctx) => ctx.json(200, await readJson(ctx, { limit: 64 })));
+  server.route('GET', '/boom', json, () => {
+    throw new Error('secret internal detail /etc/passwd at line 3');
+  });
+  server.route('GET', '/full', json, () => {
+    throw Object.assign(new Error("ENOSPC: no space left on device, write '/var/lib/gatewayd/identities.json'"), { code: 'ENOSPC' });
+  });
+  server.route('GET', '/teapot', text, () => {
+    throw new HttpError(418, 'short and stout');
+  });
+  server.route('GET', '/whoami', json, (ctx) => ctx.json(200, { secure: ctx.listener.secure, cn: ctx.peerCertificate()?.subject?.CN ?? null }));
+  server.route('GET', '/slow', json, async (ctx) => {
+    await new Promise((r) => setTimeout(r, 400));
+    ctx.json(200, { done: true });
+  });
+  await server.listen(specs, '127.0.0.1', material);
+  t.teardown(() => server.close(0));
+  const ports = { http: [] as number[], https: [] as number[], clientAuth: [] as number[] };
+  for (const l of server.listeners()) (l.clientAuth ? ports.clientAuth : l.secure ? ports.https : ports.http).push(l.port);
+  return { server, ports };
+}
+
+t.test('error policy per family, 404/405 bodiless, no stack trace', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
+  const nf = await request(ports, '/nope');
+  t.equal(nf.status, 404);
+  t.equal(nf.body, '');
+  const na = await request(ports, '/echo', { method: 'GET' });
+  t.equal(na.status, 405);
+  t.equal(na.headers.allow, 'POST');
+  const boom = await request(ports, '/boom');
+  t.equal(boom.status, 500);
+  t.same(boom.json(), { message: 'An internal error occurred' });
+  t.notMatch(boom.body, /secret|passwd|at line/);
+  t.ok(logs.some((l) => /msg="request failed"/.test(l)), 'logged once for the operator');
+  const full = await request(ports, '/full');
+  t.equal(full.status, 507, 'a full disk is a clear 507, not an anonymous 500');
+  t.same(full.json(), { message: 'Insufficient storage: the change could not be saved (no space left on the device)' });
+  t.notMatch(full.body, /identities\.json/, 'no file path reaches the client');
+  const tea = await request(ports, '/teapot');
+  t.equal(tea.status, 418);
+  t.equal(tea.body, 'short and stout');
+  t.match(tea.headers['content-type'], /^text\/plain/);
+  t.equal(tea.headers['cache-control'], 'no-store');
+  t.equal(tea.headers['x-content-type-options'], 'nosniff');
+});
+
+t.test('JSON bodies: 415, 413, 400 for malformed, empty and invalid UTF-8', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
+  const ok = await request(ports, '/echo', { method: 'POST', body: { a: [1, 2] } });
+  t.equal(ok.status, 200);
+  t.same(ok.json(), { a: [1, 2] });
+  const wrongType = await request(ports, '/echo', { method: 'POST', body: '{}', headers: { 'content-type': 'text/xml' } });
+  t.equal(wrongType.status, 415);
+  t.match(wrongType.json().message, /expected application\/json/);
+  const big = await request(ports, '/echo', { method: 'POST', body: JSON.stringify({ x: 'a'.repeat(2000) }), headers: { 'content-type': 'application/json' } });
+  t.equal(big.status, 413);
+  const chunkedBig = await new Promise<number>((resolve, reject) => {
+    const s = net.connect(ports.http[0], '127.0.0.1', () => {
+      s.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+      for (let i = 0; i < 20; i++) s.write(`64\r\n${'a'.repeat(100)}\r\n`);
+    });
+    let data = '';
+    s.on('data', (d) => (data += d));
+    s.on('close', () => resolve(Number(data.split(' ')[1])));
+    s.on('error', reject);
+  });
+  t.equal(chunkedBig, 413, 'a chunked body past the limit is refused too');
+  const malformed = await request(ports, '/echo', { method: 'POST', body: "{'single': 'quotes'}", headers: { 'content-type': 'application/json' } });
+  t.equal(malformed.status, 400);
+  t.match(malformed.json().message, /^Malformed JSON/);
+  const empty = await request(ports, '/echo', { method: 'POST', body: '', headers: { 'content-type': 'application/json' } });
+  t.equal(empty.status, 400);
+  t.same(empty.json(), { message: 'Request body is missing' });
+  const utf8 = await request(ports, '/echo', { method: 'POST', body: Buffer.from([0x22, 0xff, 0xfe, 0x22]), headers: { 'content-type': 'application/json' } });
+  t.equal(utf8.status, 400);
+  t.same(utf8.json(), { message: 'Request body is not valid UTF-8' });
+  const deep = await request(ports, '/echo', { method: 'POST', body: '['.repeat(500) + ']'.repeat(500), headers: { 'content-type': 'application/json' } });
+  t.equal(deep.status, 200, 'deep nesting within the size limit is fine');
+  const textErr = await request(ports, '/text/echo', { method: 'POST', body: '{"x":', headers: { 'content-type': 'application/json' } });
+  t.equal(textErr.status, 400);
+  t.match(textErr.body, /^Malformed JSON/, 'text family answers text/plain');
+  const after = await request(ports, '/echo', { method: 'POST', body: { still: 'serving' } });
+  t.same(after.json(), { still: 'serving' });
+});
+
+t.test('garbage on the socket gets 400 and the server keeps serving', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
+  const answer = await new Promise<string>((resolve) => {
+    const s = net.connect(ports.http[0], '127.0.0.1', () => s.write('\x16\x03\x01garbage\r\n\r\n'));
+    let data = '';
+    s.on('data', (d) => (data += d));
+    s.on('close', () => resolve(data));
+    s.on('error', () => resolve(data));
+  });
+  t.match(answer, /^HTTP\/1\.1 400/);
+  const ok = await request(ports, '/echo', { method: 'POST', body: {} });
+  t.equal(ok.status, 200);
+});
+
+t.test('a slow client (slowloris) is cut off by the header timeout', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }], undefined, { ...DEFAULT_LIMITS, headersTimeoutMs: 500, requestTimeoutMs: 1000 });
+  const start = Date.now();
+  const answer = await new Promise<string>((resolve) => {
+    const s = net.connect(ports.http[0], '127.0.0.1', () => s.write('GET /whoami HTTP/1.1\r\nHost: x\r\n'));
+    const drip = setInterval(() => s.writable && s.write('X-a: b\r\n'), 100);
+    let data = '';
+    s.on('data', (d) => (data += d));
+    s.on('close', () => {
+      clearInterval(drip);
+      resolve(data);
+    });
+    s.on('error', () => {});
+  });
+  t.match(answer, /^HTTP\/1\.1 408/);
+  t.ok(Date.now() - start < 5000, 'closed well before the socket timeout');
+});
+
+t.test('graceful close lets an in-flight request finish', async (t) => {
+  const { server, ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
+  const pending = request(ports, '/slow');
+  await new Promise((r) => setTimeout(r, 100));
+  await server.close(3000);
+  const res = await pending;
+  t.equal(res.status, 200);
+  t.same(res.json(), { done: true });
+  await t.rejects(request(ports, '/whoami'), 'no longer accepting');
+});
+
+t.test('TLS listeners: client certificate required and verified on client-auth ports only', async (t) => {
+  if (!haveOpenssl()) {
+    if (process.env.CI === 'true') throw new Error('openssl missing under CI');
+    t.plan(0, 'openssl not installed');
+    return;
+  }
+  const pki = makePki();
+  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
+  const material = { cert: fs.readFileSync(pki.serverCert), key: fs.readFileSync(pki.serverKey), ca: fs.readFileSync(pki.caCert) };
+  const { ports } = await startServer(t, [{ port: 0, kind: 'https' }, { port: 0, kind: 'client-auth' }], material);
+  const alice = pki.client('alice');
+
+  const plain = await request(ports, '/whoami', { port: ports.https[0], tls: true, ca: pki.caCert, cert: alice.cert, key: alice.key });
+  t.same(plain.json(), { secure: true, cn: null }, 'the plain HTTPS port never asks for (or sees) a client certificate');
+
+  const withCert = await request(ports, '/whoami', { port: ports.clientAuth[0], tls: true, ca: pki.caCert, cert: alice.cert, key: alice.key });
+  t.same(withCert.json(), { secure: true, cn: 'alice' }, 'accepted on the client-auth port');
+
+  await t.rejects(request(ports, '/whoami', { port: ports.clientAuth[0], tls: true, ca: pki.caCert }), 'no certificate: refused');
+  const mallory = pki.client('mallory', { untrusted: true });
+  await t.rejects(
+    request(ports, '/whoami', { port: ports.clientAuth[0], tls: true, ca: pki.caCert, cert: mallory.cert, key: mallory.key }),
+    'a certificate from another CA: refused',
+  );
+
+  // TLS 1.2 minimum: a TLS 1.1 client cannot connect.
+  await t.rejects(
+    new Promise((resolve, reject) => {
+      const s = tls.connect({ port: ports.https[0], host: '127.0.0.1', maxVersion: 'TLSv1.1', minVersion: 'TLSv1', rejectUnauthorized: false }, () => resolve(s.getProtocol()));
+      s.on('error', reject);
+    }),
+  );
+  const proto = await new Promise<string | null>((resolve, reject) => {
+    const s = tls.connect({ port: ports.https[0], host: '127.0.0.1', maxVersion: 'TLSv1.2', ca: fs.readFileSync(pki.caCert), servername: 'localhost' }, () => {
+      const p = s.getProtocol();
+      const c = s.getCipher();
+      s.end();
+      t.match(c.name, /GCM|CHACHA20/, 'an AEAD suite');
+      resolve(p);
+    });
+    s.on('error', reject);
+  });
+  t.equal(proto, 'TLSv1.2');
+  t.ok(https, 'https module available');
+});
+
+t.test('router: routes with parameters in their first segments are found beside literal ones', async (t) => {
+  const r = new Router<string>();
+  r.add('GET', '/a/b/c', 'abc').add('GET', '/:x/b/c', 'xbc').add('GET', '/a', 'a').add('GET', '/:y', 'y').add('POST', '/a/:z', 'az');
+  t.same(r.find('GET', '/a/b/c'), { kind: 'found', handler: 'abc', params: {} });
+  t.same(r.find('GET', '/q/b/c'), { kind: 'found', handler: 'xbc', params: { x: 'q' } });
+  t.same(r.find('GET', '/a'), { kind: 'found', handler: 'a', params: {} });
+  t.same(r.find('GET', '/zz'), { kind: 'found', handler: 'y', params: { y: 'zz' } });
+  t.same(r.find('POST', '/a/1'), { kind: 'found', handler: 'az', params: { z: '1' } });
+  t.same(r.find('GET', '/a/1'), { kind: 'method-not-allowed', allowed: ['POST'] });
+  t.same(r.find('GET', '/'), { kind: 'not-found' });
+  t.same(r.find('GET', '/b/1'), { kind: 'not-found' });
+});

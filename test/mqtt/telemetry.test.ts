@@ -1,0 +1,173 @@
+// Telemetry: report-by-exception decisions (deadband, status changes, publish.max.interval), the
+// payload shapes, and delivery through the outbox across a broker outage, a daemon restart and a
+// reconfiguration, against a real Mosquitto.
+
+import t from 'tap';
+import fs from 'node:fs';
+import type { AssetConfig, AssetService, ChannelRecord, TypedValue } from '../../src/assets/types.js';
+import { Telemetry, encodeTelemetry } from '../../src/mqtt/telemetry.js';
+import { decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
+import { silentLogger } from '../../src/log.js';
+import { MqttClient } from '../../src/mqtt/client.js';
+import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
+import { channel, makeRuntime, makeService, mqttConfig, until } from '../helpers/mqtt-fixture.js';
+
+/** At most the in-flight window can be resent per reconnect (service.ts WINDOW), twice here. */
+const WINDOW_BOUND = 32;
+const rec = (name: string, value: TypedValue | undefined, error?: string): ChannelRecord =>
+  value ? { name, status: 'SUCCESS', valueType: value.type, value, timestamp: 1000 } : { name, status: 'FAILURE', valueType: 'DOUBLE', error, timestamp: 1000 };
+const dbl = (v: number): TypedValue => ({ type: 'DOUBLE', value: v });
+
+t.test('report by exception', async (t) => {
+  const asset: AssetConfig = {
+    pid: 'p',
+    driverPid: 'sim',
+    description: '',
+    pollInterval: 100,
+    publishMaxInterval: 10_000,
+    channels: [channel('temp', 'DOUBLE', 'READ', {}, { deadband: 0.5 }), channel('s', 'STRING', 'READ'), channel('n', 'DOUBLE', 'READ')],
+  };
+  // A minimal AssetService: telemetry only uses get() and onPoll().
+  const assets = { get: (pid: string) => (pid === 'p' ? asset : undefined), onPoll: () => () => {} } as unknown as AssetService;
+  const sent: string[][] = [];
+  let now = 0;
+  const tel = new Telemetry({ assets, log: silentLogger, publish: (_pid, rs) => void sent.push(rs.map((r) => r.name)), now: () => now });
+  const poll = (temp: number | undefined, s: string, n = 1) => tel.onPoll('p', [rec('temp', temp === undefined ? undefined : dbl(temp), 'timeout'), rec('s', { type: 'STRING', value: s }), rec('n', dbl(n))]);
+
+  poll(20, 'a');
+  t.same(sent.pop(), ['temp', 's', 'n'], 'first cycle publishes everything');
+  now = 100;
+  poll(20.2, 'a');
+  t.equal(sent.length, 0, 'change inside the deadband: nothing');
+  now = 200;
+  poll(20.4, 'a');
+  t.equal(sent.length, 0, 'still within 0.5 of the last published value');
+  now = 300;
+  poll(20.6, 'a');
+  t.same(sent.pop(), ['temp'], 'drift adds up to the deadband');
+  now = 400;
+  poll(20.6, 'b');
+  t.same(sent.pop(), ['s'], 'string change');
+  now = 500;
+  poll(20.6, 'b', 1.0000001);
+  t.same(sent.pop(), ['n'], 'no deadband: any change');
+  now = 600;
+  poll(undefined, 'b', 1.0000001);
+  t.same(sent.pop(), ['temp'], 'status change');
+  now = 700;
+  poll(undefined, 'b', 1.0000001);
+  t.equal(sent.length, 0, 'same failure again: nothing');
+  now = 10_600;
+  poll(undefined, 'b', 1.0000001);
+  t.same(sent.pop(), ['temp', 's', 'n'], 'publish.max.interval: everything again');
+  tel.onPoll('gone', [rec('x', dbl(1))]);
+  t.equal(sent.length, 0, 'unknown asset ignored');
+});
+
+t.test('payload shapes', async (t) => {
+  const records = [rec('temp', dbl(1e7)), rec('bad', undefined, 'Driver not attached'), rec('l', { type: 'LONG', value: 2n ** 62n })];
+  const json = JSON.parse(encodeTelemetry('p', records, 'json', true).toString());
+  t.same(json, {
+    name: 'p',
+    channels: [
+      { name: 'temp', timestamp: 1000, value: '1.0E7', type: 'DOUBLE' },
+      { name: 'bad', timestamp: 1000, error: 'Configuration Error: Driver not attached' },
+      { name: 'l', timestamp: 1000, value: '4611686018427387904', type: 'LONG' },
+    ],
+  });
+  const d = decodeKuraPayload(encodeTelemetry('p', records, 'kura-protobuf', true));
+  t.ok(d.ok);
+  if (d.ok) {
+    const m = Object.fromEntries(d.value.metrics.map((x) => [x.name, x]));
+    t.match(m.assetName, { type: 'STRING', value: 'p' });
+    t.match(m.temp, { type: 'DOUBLE', value: 1e7 });
+    t.match(m.l, { type: 'INT64', value: 2n ** 62n });
+    t.match(m.bad_error, { type: 'STRING', value: 'Configuration Error: Driver not attached' });
+    t.equal(m.temp_timestamp!.value, 1000n);
+  }
+  const sj = JSON.parse(encodeTelemetry('p', records, 'simple-json', true).toString());
+  t.equal(sj.metrics.temp, 1e7);
+  t.equal(sj.metrics.assetName, 'p');
+});
+
+t.test('delivery through the outbox', mosquittoSkip(), async (t) => {
+  const broker = await startMosquitto();
+  const assets: AssetConfig[] = [
+    {
+      pid: 'pump',
+      driverPid: 'sim',
+      description: '',
+      pollInterval: 50,
+      publishMaxInterval: 0,
+      channels: [channel('count', 'INTEGER', 'READ', { simulation: 'counter' })],
+    },
+  ];
+  const { runtime, dataDir } = makeRuntime(assets);
+  // A persistent subscriber: the broker keeps its QoS 1 messages while it is away.
+  const got: number[] = [];
+  const sub = new MqttClient({ url: broker.url, clientId: 'telemetry-sub', keepAlive: 30, clean: false, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
+  sub.on('message', (topic: string, payload: Buffer) => {
+    if (topic !== 'acct/dev/assets/pump') return;
+    const el = JSON.parse(payload.toString());
+    for (const c of el.channels) got.push(Number(c.value));
+  });
+  sub.start();
+  await until(() => sub.isConnected);
+  await sub.subscribe('acct/#', 1);
+  const cfg = mqttConfig({ 'broker-url': broker.url, 'client-id': 'dev', 'topic.context.account-name': 'acct', 'payload.encoding': 'json' });
+  let svc = makeService(runtime, dataDir, cfg);
+  // What the device produced while a service was running: all of it must reach the subscriber.
+  let running = false;
+  const produced = new Set<number>();
+  runtime.onPoll((_pid, records) => {
+    if (running) for (const r of records) if (r.value) produced.add(Number(r.value.value));
+  });
+  t.teardown(async () => {
+    await svc.stop();
+    await sub.end();
+    await runtime.close();
+    await broker.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+  await svc.start();
+  running = true;
+  await until(() => got.length >= 5, 8000, 'first telemetry');
+
+  // 1. The broker goes away mid-stream and comes back.
+  await broker.stop();
+  await new Promise((r) => setTimeout(r, 600));
+  t.ok(svc.stats().pending > 0, `messages wait in the outbox during the outage (${svc.stats().pending})`);
+  await broker.start();
+  await until(() => svc.isConnected, 8000, 'device reconnect');
+
+  // 2. The daemon restarts while the broker is down: the outbox on disk carries the backlog over.
+  await broker.stop();
+  await new Promise((r) => setTimeout(r, 400));
+  running = false;
+  await svc.stop();
+  const pendingAtStop = svc.stats().pending;
+  t.equal(pendingAtStop, 0, 'a stopped service reports nothing (closed outbox)');
+  svc = makeService(runtime, dataDir, cfg);
+  await svc.start();
+  running = true;
+  t.ok(svc.stats().pending > 0, `backlog reloaded from dataDir (${svc.stats().pending})`);
+  await broker.start();
+  await until(() => svc.isConnected, 8000, 'device reconnect after restart');
+
+  // 3. SIGHUP with a changed keep-alive: reconnects, the outbox is kept.
+  await svc.reconfigure({ ...cfg, 'keep-alive': 20 });
+  await until(() => svc.isConnected, 8000, 'reconnect after reconfigure');
+  await until(() => svc.stats().pending === 0, 8000, 'outbox drained');
+  const last = Math.max(...got);
+  await until(() => got.some((v) => v > last + 3), 8000, 'telemetry continues');
+
+  // Every value produced while a service ran arrived (duplicates allowed by QoS 1).
+  running = false;
+  const hi = Math.max(...got);
+  const seen = new Set(got);
+  const missing = [...produced].filter((v) => v <= hi && !seen.has(v));
+  t.same(missing, [], `nothing lost: ${produced.size} values produced, ${got.length} messages, ${got.length - seen.size} duplicates`);
+  t.ok(produced.size > 20, 'a meaningful stream');
+  t.ok(got.length - seen.size <= 2 * WINDOW_BOUND, 'duplicates stay within what QoS 1 resends');
+  t.equal(svc.stats().dropped, 0);
+});
