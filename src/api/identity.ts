@@ -4,15 +4,15 @@
 import { jsonFamily, type HttpServer } from '../http/server.js';
 import { HttpError, type RequestContext } from '../http/context.js';
 import { readJson } from '../http/body.js';
-import { IdentityError, IDENTITY_NAME, type Identity, type IdentityChanges } from '../auth/identity-store.js';
+import { ADMIN_PERMISSION, IdentityError, IDENTITY_NAME, type Identity, type IdentityChanges } from '../auth/identity-store.js';
 import { passwordFailures, requirementsOf } from '../auth/password-policy.js';
 import type { AuthLayer } from '../auth/layer.js';
 
 const BASE = '/services/identity/v1';
 const ROLE = 'identity';
 
-/** The permissions this daemon checks, plus any an identity holds. */
-export const KNOWN_PERMISSIONS = ['kura.admin', 'rest.assets', 'rest.deploy', 'rest.identity'];
+/** The permissions this daemon checks; with those identities hold, the names an identity may get. */
+export const KNOWN_PERMISSIONS = [ADMIN_PERMISSION, 'rest.assets', 'rest.deploy', 'rest.identity'];
 
 const PERMISSION = /^[A-Za-z0-9_.-]{1,128}$/;
 
@@ -61,6 +61,22 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
   const route = (method: string, path: string, h: (ctx: RequestContext) => Promise<void> | void, role?: string) => server.route(method, `${BASE}${path}`, family, h, role);
   const body = async (ctx: RequestContext) => object(await readJson(ctx, { requireJsonType: true, limit: 64 * 1024 }));
   const notFound = () => new HttpError(404, 'Identity does not exist');
+  const defined = () => {
+    const all = new Set(KNOWN_PERMISSIONS);
+    for (const i of auth.identities.list()) for (const p of i.permissions) all.add(p);
+    return [...all];
+  };
+  // Unknown names are refused (a typo would silently grant nothing); granting or touching an
+  // administrator needs kura.admin, so `rest.identity` alone cannot escalate (docs/rest-api.md).
+  const checkPermissions = (ctx: RequestContext, c: IdentityChanges, target?: Identity) => {
+    const valid = defined();
+    const unknown = (c.permissions ?? []).filter((p) => !valid.includes(p));
+    if (unknown.length > 0) throw bad(`unknown permission ${unknown.join(', ')}; valid permissions: ${valid.join(', ')}`);
+    const callerIsAdmin = !!auth.identities.get(ctx.principal?.name ?? '')?.permissions.includes(ADMIN_PERMISSION);
+    if (callerIsAdmin) return;
+    if (c.permissions?.includes(ADMIN_PERMISSION)) throw new HttpError(403, `granting ${ADMIN_PERMISSION} needs ${ADMIN_PERMISSION}`);
+    if (target?.permissions.includes(ADMIN_PERMISSION)) throw new HttpError(403, `changing an identity with ${ADMIN_PERMISSION} needs ${ADMIN_PERMISSION}`);
+  };
   const checkStrength = (c: IdentityChanges) => {
     if (c.password === undefined || c.passwordAuthEnabled === false) return;
     // §11: all rules are checked here, one generic message (Kura's spelling).
@@ -76,11 +92,7 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
 
   route('GET', '/passwordRequirements', (ctx) => ctx.json(200, requirementsOf(auth.console)));
 
-  route('GET', '/definedPermissions', (ctx) => {
-    const all = new Set(KNOWN_PERMISSIONS);
-    for (const i of auth.identities.list()) for (const p of i.permissions) all.add(p);
-    ctx.json(200, { permissions: [...all] });
-  });
+  route('GET', '/definedPermissions', (ctx) => ctx.json(200, { permissions: defined() }));
 
   route('GET', '/identities', (ctx) => ctx.json(200, { userConfig: auth.identities.list().map(dto) }), ROLE);
 
@@ -97,6 +109,7 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
     const c = changes(o);
     if (c.passwordAuthEnabled === true && c.password === undefined) throw bad('passwordAuthEnabled needs a password');
     if (auth.identities.get(name)) throw bad(`Identity ${name} already exists`);
+    checkPermissions(ctx, c);
     checkStrength(c);
     await auth.identities.create(name, c).catch(mapErrors);
     auth.log.info('identity created', { identity: name, by: ctx.principal?.name });
@@ -110,6 +123,7 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
     const cur = auth.identities.get(name);
     if (!cur) throw notFound();
     if (c.passwordAuthEnabled === true && c.password === undefined && cur.passwordHash === undefined) throw bad('passwordAuthEnabled needs a password');
+    checkPermissions(ctx, c, cur);
     checkStrength(c);
     await auth.identities.update(name, c).catch(mapErrors);
     auth.log.info('identity updated', { identity: name, by: ctx.principal?.name });
@@ -118,6 +132,10 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
 
   route('DELETE', '/identities', async (ctx) => {
     const name = userName(await body(ctx));
+    const cur = auth.identities.get(name);
+    if (!cur) throw notFound();
+    if (name === ctx.principal?.name) throw bad('an identity cannot delete itself');
+    checkPermissions(ctx, {}, cur);
     await auth.identities.delete(name).catch(mapErrors);
     auth.log.info('identity deleted', { identity: name, by: ctx.principal?.name });
     ctx.empty(200);

@@ -59,6 +59,11 @@ export type ChangeKind = 'credentials' | 'deleted' | 'attributes';
 
 export const IDENTITY_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 
+/** The permission that passes every role; a device must keep at least one identity holding it. */
+export const ADMIN_PERMISSION = 'kura.admin';
+
+const admins = (m: Map<string, Identity>) => [...m.values()].filter((i) => i.permissions.includes(ADMIN_PERMISSION)).length;
+
 function isStored(v: unknown): v is StoredIdentity {
   if (typeof v !== 'object' || v === null) return false;
   const o = v as Record<string, unknown>;
@@ -259,6 +264,12 @@ export class IdentityStore {
       this.safeSync();
       const backup = new Map(this.identities);
       const changed = change();
+      // Checked here, inside the serialised mutation, so two concurrent requests cannot each remove
+      // one of the last two administrators (docs/rest-api.md, identity/v1).
+      if (admins(this.identities) === 0 && admins(backup) > 0) {
+        this.identities = backup;
+        throw new IdentityError('invalid', `this would leave the device without an administrator (an identity with ${ADMIN_PERMISSION})`);
+      }
       if (changed.length === 0 && this.identities.size === backup.size && [...backup].every(([k, v]) => this.identities.get(k) === v)) return;
       try {
         await writeFileAtomic(this.file, this.serialise());

@@ -113,6 +113,60 @@ t.test('identity/v1', async (t) => {
   });
 });
 
+t.test('identity/v1 keeps an administrator: no escalation, no last-admin removal, no self-deletion, no unknown permissions', async (t) => {
+  const d = await startDaemon(t, {
+    rest: { 'login.throttle.max.delay': 0, 'auth.basic.enabled': true },
+    identities: {
+      root: { password: 'rootpass1', permissions: ['kura.admin'] },
+      root2: { password: 'root2pass', permissions: ['kura.admin'] },
+      idmgr: { password: 'idmgrpass', permissions: ['rest.identity'] },
+    },
+  });
+  const root = basic(d, 'root', 'rootpass1');
+  const root2 = basic(d, 'root2', 'root2pass');
+  const idmgr = basic(d, 'idmgr', 'idmgrpass');
+  const put = (c: ReturnType<typeof basic>, body: object) => c.request(`${I}/identities`, { method: 'PUT', body });
+  const post = (c: ReturnType<typeof basic>, body: object) => c.request(`${I}/identities`, { method: 'POST', body });
+  const del = (c: ReturnType<typeof basic>, userName: string) => c.request(`${I}/identities`, { method: 'DELETE', body: { userName } });
+
+  // rest.identity alone cannot reach kura.admin, neither for itself nor through a new identity or an administrator's password.
+  let r = await put(idmgr, { userName: 'idmgr', permissions: ['rest.identity', 'kura.admin'] });
+  t.equal(r.status, 403);
+  t.same(r.json(), { message: 'granting kura.admin needs kura.admin' });
+  r = await post(idmgr, { userName: 'mole', password: 'molepass1', permissions: ['kura.admin'] });
+  t.equal(r.status, 403);
+  t.equal((await put(idmgr, { userName: 'root', password: 'takeover1' })).status, 403, 'no password change of an administrator');
+  t.equal((await del(idmgr, 'root')).status, 403, 'no deletion of an administrator');
+  t.equal((await new Browser(d).loginPassword('root', 'rootpass1')).status, 200, 'root untouched');
+  t.equal((await new Browser(d).loginPassword('mole', 'molepass1')).status, 401, 'mole not created');
+  t.same((await idmgr.request(`${I}/identities/byName`, { method: 'POST', body: { userName: 'idmgr' } })).json().permissions, ['rest.identity']);
+  t.equal((await post(idmgr, { userName: 'helper', password: 'helperpw1', permissions: ['rest.assets'] })).status, 200, 'ordinary grants still work');
+
+  // Unknown permission names: refused with the valid ones.
+  r = await post(idmgr, { userName: 'typo', password: 'typopass1', permissions: ['rest.asset'] });
+  t.equal(r.status, 400);
+  t.same(r.json(), { message: 'Bad request. unknown permission rest.asset; valid permissions: kura.admin, rest.assets, rest.deploy, rest.identity' });
+  t.equal((await put(root, { userName: 'helper', permissions: ['rest.assets', 'kura.adm'] })).status, 400);
+
+  // An administrator can grant kura.admin, but not delete itself, nor remove the last administrator.
+  r = await del(root, 'root');
+  t.equal(r.status, 400);
+  t.same(r.json(), { message: 'Bad request. an identity cannot delete itself' });
+  t.equal((await del(root, 'root2')).status, 200);
+  r = await put(root, { userName: 'root', permissions: ['rest.identity'] });
+  t.equal(r.status, 400);
+  t.same(r.json(), { message: 'Bad request. this would leave the device without an administrator (an identity with kura.admin)' });
+  t.equal((await post(root, { userName: 'root2', password: 'root2pass', permissions: ['kura.admin'] })).status, 200, 'an admin grants kura.admin');
+
+  // Two administrators each dropping their own kura.admin at the same moment: exactly one succeeds.
+  const both = await Promise.all([put(root, { userName: 'root', permissions: ['rest.identity'] }), put(root2, { userName: 'root2', permissions: ['rest.identity'] })]);
+  t.same(both.map((x) => x.status).sort(), [200, 400]);
+  const list = (await idmgr.request(`${I}/identities`)).json().userConfig as { permissions: string[] }[];
+  t.equal(list.filter((i) => i.permissions.includes('kura.admin')).length, 1, 'one administrator left');
+  const stored = JSON.parse(fs.readFileSync(path.join(d.dataDir, 'identities.json'), 'utf8'));
+  t.equal(stored.identities.filter((i: { permissions: string[] }) => i.permissions.includes('kura.admin')).length, 1, 'and on disk');
+});
+
 t.test('identity store: seeded once, persistent, Kura hashes upgraded, passwd', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-idstore-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
