@@ -2,15 +2,13 @@
 // with a configuration this harness writes. It can be SIGKILLed and restarted on the same dataDir;
 // an exit nobody asked for is counted as a crash (and the daemon is started again so the run goes on).
 
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { BUNDLE, READY, ROOT, deviceSettings, spawnGatewayd, writeConfigFile } from '../../test/helpers/launch.mjs';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const BUNDLE = path.join(ROOT, 'dist', 'gatewayd.js');
+export { BUNDLE, ROOT, deviceSettings };
 
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -53,26 +51,6 @@ export function rssOf(pid) {
 }
 
 const LOG_KEEP = 2000;
-const LAUNCHER = path.join(ROOT, 'rootfs', 'usr', 'bin', 'gatewayd');
-
-/**
- * The device's settings, read from the image's launcher so the attack meets the heap bound and
- * thread pool it will meet in the field: its NODE_FLAGS and its exported defaults.
- */
-export function deviceSettings() {
-  const out = { flags: [], env: {} };
-  let text = '';
-  try {
-    text = fs.readFileSync(LAUNCHER, 'utf8');
-  } catch {
-    return out;
-  }
-  const flags = /^NODE_FLAGS="([^"]*)"/m.exec(text);
-  if (flags) out.flags = flags[1].split(/\s+/).filter(Boolean);
-  for (const m of text.matchAll(/^export (\w+)=\$\{\w+:-([^}]*)\}/gm)) out.env[m[1]] = m[2];
-  return out;
-}
-const DEVICE = deviceSettings();
 
 /**
  * Starts gatewayd. `config` is the file's content; `http.ports`, `https.ports` and `dataDir` are filled
@@ -88,8 +66,7 @@ export async function startDaemon(config, opts = {}) {
   cfg.http['https.ports'] ??= [];
   cfg.http['bind.address'] ??= '127.0.0.1';
   cfg['log.level'] ??= 'warn';
-  const configFile = path.join(dir, 'gatewayd.json');
-  fs.writeFileSync(configFile, JSON.stringify(cfg, null, 2));
+  const configFile = writeConfigFile(dir, cfg);
 
   const d = {
     dir,
@@ -110,31 +87,29 @@ export async function startDaemon(config, opts = {}) {
     async start(waitMs = 20_000) {
       d.expectExit = false;
       d.exitedUnexpectedly = false;
-      const proc = track(
-        spawn(process.execPath, [...DEVICE.flags, BUNDLE, '--config', configFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...DEVICE.env, ...opts.env } }),
-      );
+      // The image's heap bound and thread pool (the launcher's flags and environment): the attack
+      // meets the daemon as it runs in the field.
+      const spawned = spawnGatewayd({
+        configFile,
+        cwd: dir,
+        env: opts.env,
+        device: true,
+        keep: 0,
+        onLine: (line) => {
+          // One log across restarts: the last lines, every error line, all lines when asked.
+          d.logs.push(line);
+          if (d.logs.length > LOG_KEEP) d.logs.splice(0, d.logs.length - LOG_KEEP);
+          d.allLines?.push(line);
+          if (/level=error/.test(line)) d.errors.push(line);
+          d.onLine?.(line);
+        },
+      });
+      const proc = track(spawned.proc);
       d.proc = proc;
       d.starts++;
       let ready;
       const readyP = new Promise((resolve) => (ready = resolve));
-      for (const stream of [proc.stdout, proc.stderr]) {
-        let buf = '';
-        stream.setEncoding('utf8');
-        stream.on('data', (chunk) => {
-          buf += chunk;
-          let i;
-          while ((i = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, i);
-            buf = buf.slice(i + 1);
-            d.logs.push(line);
-            if (d.logs.length > LOG_KEEP) d.logs.splice(0, d.logs.length - LOG_KEEP);
-            d.allLines?.push(line);
-            if (/level=error/.test(line)) d.errors.push(line);
-            if (/msg="gatewayd ready"/.test(line)) ready(true);
-            d.onLine?.(line);
-          }
-        });
-      }
+      spawned.onLine((line) => READY.test(line) && ready(true));
       d.exited = new Promise((resolve) =>
         proc.once('exit', (code, signal) => {
           if (!d.expectExit) {

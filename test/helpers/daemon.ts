@@ -1,17 +1,16 @@
 // Starts the real, built daemon (dist/gatewayd.js) on ephemeral ports with a config written by the
 // test, and gives back a small HTTP(S) client bound to it. Every test that talks to gatewayd uses this.
 
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { freePort } from './ports.js';
+import { BUNDLE, READY, ROOT, spawnGatewayd, watchLines, writeConfigFile, type LineWatch } from './launch.mjs';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const BUNDLE = path.join(ROOT, 'dist', 'gatewayd.js');
+export { BUNDLE, ROOT };
 
 /** Builds the bundle once per test process when it is missing (make test builds it first). */
 export function ensureBundle(): string {
@@ -100,15 +99,10 @@ export async function startDaemon(
   cfg.http['https.ports'] ??= ports.https;
   cfg.http['https.client.auth.ports'] ??= ports.clientAuth;
   cfg.http['bind.address'] ??= '127.0.0.1';
-  const configFile = path.join(dir, 'gatewayd.json');
-  fs.writeFileSync(configFile, JSON.stringify(cfg, null, 2));
-
-  const proc = spawn(process.execPath, [BUNDLE, '--config', configFile, ...(opts.args ?? [])], {
-    cwd: dir,
-    env: { ...process.env, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const d = watchProcess(t, proc, ports, cfg.dataDir, configFile, dir);
+  const configFile = writeConfigFile(dir, cfg);
+  const spawned = spawnGatewayd({ configFile, cwd: dir, args: opts.args, env: opts.env });
+  const { proc } = spawned;
+  const d = watchProcess(t, proc, ports, cfg.dataDir, configFile, dir, spawned);
   if (!opts.dir) {
     t.teardown(async () => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
@@ -116,7 +110,7 @@ export async function startDaemon(
       fs.rmSync(dir, { recursive: true, force: true });
     });
   }
-  if (!opts.noWait) await d.waitForLog(/msg="gatewayd ready"/, 15_000);
+  if (!opts.noWait) await d.waitForLog(READY, 15_000);
   return d;
 }
 
@@ -124,49 +118,16 @@ export async function startDaemon(
  * Wraps a started process that logs like gatewayd (the bundle, or an installed launcher) as a
  * `Daemon`: collects its log lines, waits for patterns, talks HTTP to its ports, kills it at teardown.
  */
-export function watchProcess(t: TestLike, proc: ChildProcess, ports: Daemon['ports'], dataDir: string, configFile: string, dir: string): Daemon {
-  const logs: string[] = [];
-  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
-  for (const stream of [proc.stdout, proc.stderr]) {
-    if (!stream) continue;
-    let buf = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (d: string) => {
-      buf += d;
-      let i;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        logs.push(line);
-        if (process.env.GATEWAYD_TEST_LOGS) process.stderr.write(`[gatewayd ${proc.pid}] ${line}\n`);
-        for (let w = waiters.length - 1; w >= 0; w--) if (waiters[w].re.test(line)) waiters.splice(w, 1)[0].resolve(line);
-      }
-    });
-  }
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+export function watchProcess(t: TestLike, proc: ChildProcess, ports: Daemon['ports'], dataDir: string, configFile: string, dir: string, watch: LineWatch = watchLines(proc)): Daemon {
+  if (process.env.GATEWAYD_TEST_LOGS) watch.onLine((line) => process.stderr.write(`[gatewayd ${proc.pid}] ${line}\n`));
+  const exited = watch.exited.then(({ code }) => code);
   t.teardown(async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
       proc.kill('SIGKILL');
       await exited;
     }
   });
-  const waitForLog = (re: RegExp, timeoutMs = 15_000) =>
-    new Promise<string>((resolve, reject) => {
-      const found = logs.find((l) => re.test(l));
-      if (found) return resolve(found);
-      const timer = setTimeout(() => reject(new Error(`timed out waiting for log ${re}; last lines:\n${logs.slice(-10).join('\n')}`)), timeoutMs);
-      waiters.push({
-        re,
-        resolve: (l) => {
-          clearTimeout(timer);
-          resolve(l);
-        },
-      });
-      exited.then((code) => {
-        clearTimeout(timer);
-        reject(new Error(`daemon exited (${code}) before logging ${re}; last lines:\n${logs.slice(-10).join('\n')}`));
-      });
-    });
+  const { lines: logs, waitFor: waitForLog } = watch;
   return {
     proc,
     dir,

@@ -1,0 +1,42 @@
+// Types of launch.mjs, the daemon launcher shared by test/, bench/ and robust/.
+import type { ChildProcess } from 'node:child_process';
+
+export const ROOT: string;
+export const BUNDLE: string;
+export const LAUNCHER: string;
+export const READY: RegExp;
+
+export function launcherNodeFlags(file?: string): string[] | undefined;
+export function launcherEnv(file?: string): Record<string, string>;
+export function deviceSettings(file?: string): { flags: string[]; env: Record<string, string> };
+export function writeConfigFile(dir: string, config: unknown): string;
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface LineWatch {
+  /** All lines, or the last `keep` ones. */
+  lines: string[];
+  exited: Promise<Exit>;
+  waitFor(re: RegExp, timeoutMs?: number): Promise<string>;
+  onLine(fn: (line: string) => void): void;
+}
+
+export function watchLines(proc: ChildProcess, opts?: { keep?: 'all' | number; onLine?: (line: string) => void }): LineWatch;
+
+export interface SpawnOptions {
+  configFile: string;
+  cwd?: string;
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  /** The launcher's node flags and environment, as on the device. */
+  device?: boolean;
+  /** Replaces `node [flags] BUNDLE`. */
+  command?: string[];
+  keep?: 'all' | number;
+  onLine?: (line: string) => void;
+}
+
+export function spawnGatewayd(opts: SpawnOptions): LineWatch & { proc: ChildProcess; spawnedAt: bigint };

@@ -1,0 +1,133 @@
+// The one way a harness starts the built daemon: the tests (test/helpers/daemon.ts), the benchmark
+// (bench/lib/gatewayd.ts) and the attack run (robust/lib/daemon.mjs) all spawn gatewayd, read its
+// log lines and wait for its ready line through this file. Plain JavaScript so that robust/ (run by
+// node directly) can import it as well as the TypeScript harnesses (types in launch.d.mts).
+
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BUNDLE = path.join(ROOT, 'dist', 'gatewayd.js');
+/** The image's launcher (installed as /usr/bin/gatewayd): its node flags and environment are the device's. */
+export const LAUNCHER = path.join(ROOT, 'rootfs', 'usr', 'bin', 'gatewayd');
+export const READY = /msg="gatewayd ready"/;
+
+/**
+ * The node flags the launcher passes: literal `--flag` words after the node executable on the line
+ * that runs it, and those in NODE_OPTIONS or a *FLAGS/*ARGS/*OPTS variable it sets. Words after the
+ * bundle are gatewayd's own options, not node's. Undefined when there is no launcher.
+ */
+export function launcherNodeFlags(file = LAUNCHER) {
+  if (!fs.existsSync(file)) return undefined;
+  const flags = [];
+  const isFlag = (w) => /^--[a-z][\w-]*(=[^\s"'$]+)?$/.test(w);
+  const unquote = (w) => w.replace(/^["']|["']$/g, '');
+  for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const assign = /^(?:export\s+)?(NODE_OPTIONS|[A-Z_]*(?:FLAGS|ARGS|OPTS))=["']?([^"'\n]*)["']?/.exec(line);
+    if (assign && !/GATEWAYD_ARGS/.test(assign[1])) {
+      flags.push(...assign[2].split(/\s+/).map(unquote).filter(isFlag));
+      continue;
+    }
+    const words = line.split(/\s+/).map(unquote);
+    const at = words.findIndex((w) => /(^|\/)node(js)?$/.test(w) || /^\$\{?NODE\}?$/.test(w));
+    if (at < 0) continue;
+    for (const w of words.slice(at + 1)) {
+      if (!w.startsWith('-')) break; // the script: what follows is gatewayd's
+      if (isFlag(w)) flags.push(w);
+    }
+  }
+  return [...new Set(flags)];
+}
+
+/** The environment the launcher exports (`export NAME=${NAME:-default}` or `export NAME=value`). */
+export function launcherEnv(file = LAUNCHER) {
+  const env = {};
+  if (!fs.existsSync(file)) return env;
+  for (const raw of fs.readFileSync(file, 'utf8').split('\n')) {
+    const m = /^\s*export\s+([A-Za-z_]\w*)=(?:\$\{\1:-([^}]*)\}|["']?([^"'\s$]*)["']?)\s*$/.exec(raw);
+    if (m && m[1] !== 'NODE_OPTIONS') env[m[1]] = m[2] ?? m[3] ?? '';
+  }
+  return env;
+}
+
+/** The device's settings: the launcher's node flags and exported environment. */
+export function deviceSettings(file = LAUNCHER) {
+  return { flags: launcherNodeFlags(file) ?? [], env: launcherEnv(file) };
+}
+
+/** Writes `config` as `<dir>/gatewayd.json` and returns the file's path. */
+export function writeConfigFile(dir, config) {
+  const file = path.join(dir, 'gatewayd.json');
+  fs.writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+/**
+ * Reads a process's stdout and stderr as lines (gatewayd logs one line per event). `keep`: 'all'
+ * (default), or the number of most recent lines to keep. `waitFor(re)` resolves with the first line
+ * matching `re`, logged already or later, and rejects on timeout or when the process exits first.
+ */
+export function watchLines(proc, { keep = 'all', onLine } = {}) {
+  const lines = [];
+  const waiters = [];
+  const listeners = onLine ? [onLine] : [];
+  const exited = new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  for (const stream of [proc.stdout, proc.stderr]) {
+    if (!stream) continue;
+    let buf = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk) => {
+      buf += chunk;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        lines.push(line);
+        if (keep !== 'all' && lines.length > keep) lines.splice(0, lines.length - keep);
+        for (const l of listeners) l(line);
+        for (let w = waiters.length - 1; w >= 0; w--) if (waiters[w].re.test(line)) waiters.splice(w, 1)[0].resolve(line);
+      }
+    });
+  }
+  const waitFor = (re, timeoutMs = 15_000) =>
+    new Promise((resolve, reject) => {
+      const found = lines.find((l) => re.test(l));
+      if (found !== undefined) return resolve(found);
+      const last = () => lines.slice(-10).join('\n');
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for log ${re}; last lines:\n${last()}`)), timeoutMs);
+      waiters.push({
+        re,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+      exited.then(({ code, signal }) => {
+        clearTimeout(timer);
+        reject(new Error(`daemon exited (${code ?? signal}) before logging ${re}; last lines:\n${last()}`));
+      });
+    });
+  return { lines, exited, waitFor, onLine: (fn) => listeners.push(fn) };
+}
+
+/**
+ * Spawns the bundle on `configFile`: `node [flags] dist/gatewayd.js --config FILE [args]`. With
+ * `device: true` the launcher's node flags and environment are applied, as on the device (measure
+ * memory this way). `command` replaces `node [flags] BUNDLE` (e.g. an installed launcher script).
+ */
+export function spawnGatewayd({ configFile, cwd, args = [], env = {}, device = false, command, keep, onLine }) {
+  if (!command && !fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run node build/build.mjs (make build) first`);
+  const dev = device ? deviceSettings() : { flags: [], env: {} };
+  const argv = command ?? [process.execPath, ...dev.flags, BUNDLE];
+  const spawnedAt = process.hrtime.bigint();
+  const proc = spawn(argv[0], [...argv.slice(1), '--config', configFile, ...args], {
+    cwd,
+    env: { ...process.env, ...dev.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return { proc, spawnedAt, ...watchLines(proc, { keep, onLine }) };
+}
