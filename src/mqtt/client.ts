@@ -42,7 +42,100 @@ export interface MqttClientOptions {
   connectTimeout?: number;
   reconnectMin?: number;
   reconnectMax?: number;
+  /**
+   * Largest packet accepted from the broker (bytes of the remaining length). A bigger PUBLISH is
+   * skipped as it streams in, never buffered, and acknowledged so a persistent session does not
+   * redeliver it; any other bigger packet closes the connection. Default MAX_PACKET_BYTES.
+   */
+  maxPacketBytes?: number;
   log: Logger;
+}
+
+/** Default bound on an incoming packet: requests are JSON of a few KB; 4 MiB leaves ample room. */
+export const MAX_PACKET_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Splits the broker's byte stream at packet boundaries using only the fixed header (type byte and
+ * Remaining Length, [MQTT-2.2]) and passes packets within the bound to `pass`. A PUBLISH over the
+ * bound is skipped while it streams: only its topic and packet identifier (at most 65,539 bytes)
+ * are kept, `oversize` is told once, and the rest is counted away. Another packet type over the
+ * bound, or a malformed Remaining Length, is `fatal`.
+ */
+export class PacketGate {
+  private head: number[] = [];
+  /** Bytes of the current packet still to pass on (state 'pass') or to discard ('skip'). */
+  private left = 0;
+  private state: 'head' | 'pass' | 'peek' | 'skip' = 'head';
+  private peek: Buffer[] = [];
+  private peeked = 0;
+  private type = 0;
+  private flags = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly pass: (b: Buffer) => void,
+    private readonly oversize: (p: { topic: string; qos: number; messageId?: number; bytes: number }) => void,
+    private readonly fatal: (why: string) => void,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.state === 'head') {
+        const b = chunk[i++]!;
+        this.head.push(b);
+        // Remaining Length: up to 4 bytes, 7 bits each, high bit = more [MQTT-2.2.3].
+        if (this.head.length === 1 || (b & 0x80 && this.head.length < 5)) continue;
+        if (b & 0x80) return this.fatal('malformed remaining length');
+        let len = 0;
+        for (let k = this.head.length - 1; k >= 1; k--) len = len * 128 + (this.head[k]! & 0x7f);
+        this.type = this.head[0]! >> 4;
+        this.flags = this.head[0]! & 0x0f;
+        if (len <= this.limit) {
+          this.pass(Buffer.from(this.head));
+          this.state = 'pass';
+        } else if (this.type === 3) {
+          this.state = 'peek';
+          this.peek = [];
+          this.peeked = 0;
+        } else {
+          return this.fatal(`packet type ${this.type} of ${len} bytes exceeds the limit of ${this.limit}`);
+        }
+        this.left = len;
+        this.head = [];
+        if (len === 0) this.state = 'head';
+        continue;
+      }
+      const n = Math.min(this.left, chunk.length - i);
+      const part = chunk.subarray(i, i + n);
+      i += n;
+      this.left -= n;
+      if (this.state === 'pass') this.pass(part);
+      else if (this.state === 'peek') this.peekPublish(part);
+      if (this.left === 0) this.state = 'head';
+    }
+  }
+
+  /** Collects a skipped PUBLISH's topic length, topic and packet id [MQTT-3.3.2], then skips the rest. */
+  private peekPublish(part: Buffer): void {
+    this.peek.push(part);
+    this.peeked += part.length;
+    const buf = Buffer.concat(this.peek);
+    this.peek = [buf];
+    if (buf.length < 2) return;
+    const qos = (this.flags >> 1) & 3;
+    const need = 2 + buf.readUInt16BE(0) + (qos > 0 ? 2 : 0);
+    if (buf.length < need) return;
+    const tl = buf.readUInt16BE(0);
+    this.oversize({
+      topic: buf.toString('utf8', 2, 2 + tl),
+      qos,
+      messageId: qos > 0 ? buf.readUInt16BE(2 + tl) : undefined,
+      bytes: this.left + this.peeked,
+    });
+    this.peek = [];
+    this.state = 'skip';
+  }
 }
 
 interface Inflight {
@@ -190,14 +283,23 @@ export class MqttClient extends EventEmitter {
       this.log.warn('mqtt malformed packet from broker, closing connection', { error: err.message });
       socket.destroy();
     });
+    const malformed = (error: string) => {
+      this.log.warn('mqtt malformed packet from broker, closing connection', { error });
+      socket.destroy();
+    };
+    const gate = new PacketGate(
+      this.opts.maxPacketBytes ?? MAX_PACKET_BYTES,
+      (b) => parser.parse(b),
+      (p) => this.onOversize(p),
+      malformed,
+    );
     socket.on('data', (chunk: Buffer) => {
       if (this.socket !== socket) return;
       this.lastReceived = Date.now();
       try {
-        parser.parse(chunk);
+        gate.push(chunk);
       } catch (err) {
-        this.log.warn('mqtt malformed packet from broker, closing connection', { error: (err as Error).message });
-        socket.destroy();
+        malformed((err as Error).message);
       }
     });
     socket.on('error', (err) => {
@@ -384,6 +486,18 @@ export class MqttClient extends EventEmitter {
       // A listener bug must not take the connection (or the process) down.
       this.log.error('mqtt message handler failed', { topic: p.topic, error: (err as Error).message });
     }
+  }
+
+  /**
+   * A PUBLISH over the size bound, already skipped: acknowledged as its QoS requires (PUBACK, or
+   * PUBREC and later PUBCOMP) so a persistent session does not deliver it again after a reconnect,
+   * and dropped with one log line.
+   */
+  private onOversize(p: { topic: string; qos: number; messageId?: number; bytes: number }): void {
+    const limit = this.opts.maxPacketBytes ?? MAX_PACKET_BYTES;
+    this.log.warn('mqtt message over the size limit skipped and acknowledged', { topic: p.topic.slice(0, 200), bytes: p.bytes, limit, qos: p.qos });
+    if (p.qos === 1) this.write({ cmd: 'puback', messageId: p.messageId });
+    else if (p.qos === 2) this.write({ cmd: 'pubrec', messageId: p.messageId });
   }
 
   // ---- keep-alive ---------------------------------------------------------------------------
