@@ -3,6 +3,7 @@
 // that. Changed through the session and identity APIs and `gatewayd passwd`.
 
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { IdentitySeed } from '../config/config.js';
 import type { Logger } from '../log.js';
@@ -307,7 +308,9 @@ export class IdentityStore {
     try {
       data = readJsonFile<StoreFile>(this.file);
     } catch (err) {
-      throw new Error(`identity store ${this.file} is unreadable: ${(err as Error).message}`);
+      // A store written by root (an old `gatewayd passwd`) makes every start fail: say how to repair.
+      const fix = (err as NodeJS.ErrnoException).code === 'EACCES' ? `; give the dataDir back to this user: chown -R ${os.userInfo().username} ${path.dirname(this.file)}` : '';
+      throw new Error(`identity store ${this.file} is unreadable: ${(err as Error).message}${fix}`);
     }
     if (data === undefined) return false;
     if (typeof data !== 'object' || data === null || data.formatVersion !== IDENTITY_FORMAT_VERSION || !Array.isArray(data.identities) || !data.identities.every(isStored)) {

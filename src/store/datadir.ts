@@ -65,3 +65,55 @@ export function openDataDir(dataDir: string, version: string, migrations: Record
   }
   return info;
 }
+
+/** uid and gid of `user` from /etc/passwd (the image has no other user database). */
+function lookupUser(user: string): { uid: number; gid: number } | undefined {
+  let text = '';
+  try {
+    text = fs.readFileSync('/etc/passwd', 'utf8');
+  } catch {
+    return undefined;
+  }
+  const f = text.split('\n').map((l) => l.split(':')).find((f) => f[0] === user && f.length >= 4);
+  return f ? { uid: Number(f[2]), gid: Number(f[3]) } : undefined;
+}
+
+/** Gives every root-owned entry under `dir` (a previous root run's files) to uid:gid. */
+function giveBack(dir: string, uid: number, gid: number): number {
+  let n = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (fs.lstatSync(p).uid === 0) {
+      fs.lchownSync(p, uid, gid);
+      n++;
+    }
+    if (e.isDirectory()) n += giveBack(p, uid, gid);
+  }
+  return n;
+}
+
+/**
+ * Run as root, a command that writes dataDir (`gatewayd passwd`) becomes the dataDir's owner before
+ * touching it, so every file it writes stays the daemon's (docs/installation.md, "Field recovery").
+ * Root-owned files a previous root run left there are given back first. A missing dataDir is
+ * created 0700 for `user` (the daemon's user) when that user exists. When the dataDir is root's, or
+ * the caller is not root, nothing changes. Returns the uid now acted as and the files given back.
+ */
+export function actAsDataDirOwner(dataDir: string, user: string): { uid: number; repaired: number } | undefined {
+  if (process.getuid?.() !== 0 || !process.setuid || !process.setgid) return undefined;
+  let st = fs.statSync(dataDir, { throwIfNoEntry: false });
+  if (!st) {
+    const pw = lookupUser(user);
+    if (!pw || pw.uid === 0) return undefined;
+    fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+    fs.mkdirSync(dataDir, { mode: 0o700 });
+    fs.chownSync(dataDir, pw.uid, pw.gid);
+    st = fs.statSync(dataDir);
+  }
+  if (st.uid === 0) return undefined;
+  const repaired = giveBack(dataDir, st.uid, st.gid);
+  process.setgroups?.([st.gid]);
+  process.setgid(st.gid);
+  process.setuid(st.uid);
+  return { uid: st.uid, repaired };
+}
