@@ -56,7 +56,15 @@ export interface KuraPayload {
   position?: KuraPosition;
   metrics: KuraMetric[];
   body?: Buffer;
+  /**
+   * Set by the decoders when the payload is over a bound (MAX_INFLATED_BYTES, MAX_METRICS): the
+   * reason, with only the metrics decoded before the bound, so a reply can still name request.id.
+   */
+  refused?: string;
 }
+
+/** Metrics decoded from one payload; a request carries a handful, Kapua's DEPLOY-V2 about twenty. */
+export const MAX_METRICS = 1024;
 
 export type DecodeResult<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -352,11 +360,15 @@ export function encodeKuraPayload(p: KuraPayload): Buffer {
   return w.finish();
 }
 
-/** Decodes plain protobuf (no gzip handling). Never throws. */
-export function decodeKuraPayloadRaw(buf: Buffer): DecodeResult<KuraPayload> {
+/**
+ * Decodes plain protobuf (no gzip handling). Never throws. More than MAX_METRICS metrics, or with
+ * `prefix` (the start of a payload cut at a bound) a field cut short, stop the decoding: the result
+ * then carries the metrics read so far and `refused`.
+ */
+export function decodeKuraPayloadRaw(buf: Buffer, prefix?: string): DecodeResult<KuraPayload> {
+  const out: KuraPayload = { metrics: [] };
   try {
     const r = new Reader(buf);
-    const out: KuraPayload = { metrics: [] };
     while (!r.done) {
       const { field, wire } = r.tag();
       switch (field) {
@@ -370,6 +382,7 @@ export function decodeKuraPayloadRaw(buf: Buffer): DecodeResult<KuraPayload> {
           break;
         case 5000:
           r.expect(wire, WIRE_LEN, 'metric');
+          if (out.metrics.length === MAX_METRICS) return { ok: true, value: { metrics: out.metrics, refused: prefix ?? `more than ${MAX_METRICS} metrics` } };
           out.metrics.push(readMetric(r.lengthDelimited()));
           break;
         case 5001:
@@ -381,8 +394,9 @@ export function decodeKuraPayloadRaw(buf: Buffer): DecodeResult<KuraPayload> {
           r.skip(wire);
       }
     }
-    return { ok: true, value: out };
+    return { ok: true, value: prefix ? { metrics: out.metrics, refused: prefix } : out };
   } catch (err) {
+    if (prefix) return { ok: true, value: { metrics: out.metrics, refused: prefix } };
     if (err instanceof DecodeError) return { ok: false, error: `invalid KuraPayload: ${err.message}` };
     return { ok: false, error: 'invalid KuraPayload' };
   }
@@ -394,19 +408,37 @@ export function isGzip(buf: Buffer): boolean {
 }
 
 /** Bound on a gunzipped request, so a small "zip bomb" cannot exhaust memory. */
-export const MAX_INFLATED_BYTES = 16 * 1024 * 1024;
+export const MAX_INFLATED_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The start of a gzip stream that inflates beyond the bound: inflated from ever shorter input
+ * prefixes (deflate expands at most ~1032:1) until one fits in 256 KB; request.id and
+ * requester.client.id sit at the start in practice. Never throws; empty when nothing fits.
+ */
+function inflatedStart(buf: Buffer): Buffer {
+  for (let n = Math.min(buf.length, 65536); n >= 32; n >>= 1) {
+    try {
+      return zlib.gunzipSync(buf.subarray(0, n), { finishFlush: zlib.constants.Z_SYNC_FLUSH, maxOutputLength: 256 * 1024 });
+    } catch {
+      // too much output from this prefix (or a broken stream): try a shorter one
+    }
+  }
+  return Buffer.alloc(0);
+}
 
 /**
  * Decodes an MQTT payload: gunzips it first when it looks like gzip (Kura's CloudPayloadProtoBufDecoder
- * does the same), then protobuf. Never throws.
+ * does the same), then protobuf. Never throws. A payload over MAX_INFLATED_BYTES or MAX_METRICS
+ * decodes to `refused` (see decodeKuraPayloadRaw) at the cost of the bound, never more.
  */
 export function decodeKuraPayload(buf: Buffer): DecodeResult<KuraPayload> {
   if (isGzip(buf)) {
     let inflated: Buffer;
     try {
       inflated = zlib.gunzipSync(buf, { maxOutputLength: MAX_INFLATED_BYTES });
-    } catch {
-      return { ok: false, error: 'invalid gzip payload' };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') return { ok: false, error: 'invalid gzip payload' };
+      return decodeKuraPayloadRaw(inflatedStart(buf), `payload inflates to more than ${MAX_INFLATED_BYTES} bytes`);
     }
     return decodeKuraPayloadRaw(inflated);
   }

@@ -6,7 +6,7 @@
 // key, a wrongly typed member) is taken whole as the body of a payload without metrics, which makes
 // a request without `request.id` and therefore gets no reply (reference §3.1).
 
-import type { KuraMetric, KuraPayload, KuraPosition } from './kura-payload.js';
+import { MAX_METRICS, type KuraMetric, type KuraPayload, type KuraPosition } from './kura-payload.js';
 
 const KNOWN_KEYS = new Set(['sentOn', 'position', 'metrics', 'body']);
 
@@ -43,7 +43,13 @@ export function decodeSimpleJsonPayload(buf: Buffer): KuraPayload {
   }
   if (o.metrics !== undefined) {
     if (typeof o.metrics !== 'object' || o.metrics === null || Array.isArray(o.metrics)) return bodyOnly(buf);
-    for (const [name, v] of Object.entries(o.metrics as Record<string, unknown>)) {
+    const entries = Object.entries(o.metrics as Record<string, unknown>);
+    if (entries.length > MAX_METRICS) {
+      // Over the bound: keep only what a reply needs (the envelope's request metrics).
+      const keep = entries.filter(([n]) => n === 'request.id' || n === 'requester.client.id').map(([n, v]) => metricFromJson(n, v));
+      return { metrics: keep.filter((m): m is KuraMetric => !!m), refused: `more than ${MAX_METRICS} metrics` };
+    }
+    for (const [name, v] of entries) {
       const m = metricFromJson(name, v);
       if (!m) return bodyOnly(buf);
       out.metrics.push(m);

@@ -9,6 +9,8 @@ import {
   encodeKuraPayload,
   encodeKuraPayloadForWire,
   isGzip,
+  MAX_METRICS,
+  type KuraMetric,
   type KuraPayload,
 } from '../../src/mqtt/kura-payload.js';
 import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from '../../src/mqtt/simple-json-payload.js';
@@ -169,4 +171,43 @@ t.test('fuzz: random and mutated input never throws out of a decoder', async (t)
     decodeSimpleJsonPayload(buf);
   }
   t.ok(decoded > 0 && decoded < 5000, `decoded ${decoded} of 5000 without a throw`);
+});
+
+t.test('bounds: a gzip bomb and a metric flood are refused cheaply, keeping request.id', async (t) => {
+  const ids: KuraMetric[] = [
+    { name: 'request.id', type: 'STRING', value: '42' },
+    { name: 'requester.client.id', type: 'STRING', value: 'cloud' },
+  ];
+  // ~1.9 M tiny metrics (name '', INT32, no value) after the two request metrics: 15 MB, ~22 KB gzipped.
+  const one = hex(`${METRIC} 04 0a00 1003`);
+  const raw = encodeKuraPayload({ metrics: ids });
+  const flood = Buffer.concat([raw, Buffer.concat(Array(1_900_000 / 1000).fill(Buffer.concat(Array(1000).fill(one))))]);
+  const bomb = zlib.gzipSync(flood, { level: 9 });
+  t.ok(bomb.length <= 32 * 1024, `bomb is ${bomb.length} bytes, inflating to ${flood.length}`);
+  const before = process.memoryUsage().heapUsed;
+  const d = decodeKuraPayload(bomb);
+  const grew = process.memoryUsage().heapUsed - before;
+  t.ok(d.ok, 'decoded to a refusal, not an error');
+  if (d.ok) {
+    t.match(d.value.refused, /inflates to more than 4194304 bytes/);
+    t.same(d.value.metrics.slice(0, 2), ids, 'request.id and requester.client.id kept for the reply');
+    t.ok(d.value.metrics.length <= MAX_METRICS);
+  }
+  t.ok(grew < 64 * 1024 * 1024, `heap grew ${(grew / 1048576).toFixed(1)} MB`);
+
+  // Under the inflated bound but over the metric bound (and the same as plain protobuf).
+  const many = Buffer.concat([raw, ...Array(MAX_METRICS + 10).fill(one)]);
+  for (const buf of [many, zlib.gzipSync(many)]) {
+    const r = decodeKuraPayload(buf);
+    t.ok(r.ok && r.value.refused === `more than ${MAX_METRICS} metrics` && r.value.metrics.length === MAX_METRICS && r.value.metrics[0]!.name === 'request.id');
+  }
+  // At the bound: accepted whole.
+  const exact = decodeKuraPayload(Buffer.concat([raw, ...Array(MAX_METRICS - 2).fill(one)]));
+  t.ok(exact.ok && exact.value.refused === undefined && exact.value.metrics.length === MAX_METRICS);
+
+  const sj = decodeSimpleJsonPayload(
+    Buffer.from(JSON.stringify({ metrics: { 'request.id': '7', 'requester.client.id': 'c', ...Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`m${i}`, i])) } })),
+  );
+  t.equal(sj.refused, `more than ${MAX_METRICS} metrics`, 'simple-json: refused');
+  t.same(sj.metrics.map((m) => m.name), ['request.id', 'requester.client.id']);
 });

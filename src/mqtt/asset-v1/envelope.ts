@@ -118,6 +118,8 @@ export class Envelope {
     if (!TOPIC_LEVEL.test(requester) || !TOPIC_LEVEL.test(requestId)) {
       return { ok: false, ignore: false, reason: 'request.id or requester.client.id cannot be a topic level' };
     }
+    // Over a decoding bound (MAX_INFLATED_BYTES, MAX_METRICS): not a request to act on.
+    if (kp.refused) return { ok: false, ignore: false, reason: kp.refused };
     const body = kp.body && kp.body.length > 0 ? kp.body : undefined;
     return { ok: true, request: { method: app[0]!, resources: app.slice(1), requester, requestId, body } };
   }
