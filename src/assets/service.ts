@@ -2,7 +2,8 @@
 
 import type { Logger } from '../log.js';
 import type { DriverInstanceConfig } from '../config/config.js';
-import type { Driver, ChannelResult } from '../drivers/driver.js';
+import { DRIVER_NOT_ATTACHED, type Driver, type ChannelResult } from '../drivers/driver.js';
+import { SharedLines } from '../drivers/lines.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import {
   AssetNotFoundError, type AssetConfig, type AssetService, type ChannelConfig, type ChannelRecord, type TypedValue, type ValueType,
@@ -10,7 +11,7 @@ import {
 import { applyScaleOffset } from './scaling.js';
 import { convertValue } from './values.js';
 
-export const DRIVER_NOT_ATTACHED = 'Driver not attached';
+export { DRIVER_NOT_ATTACHED };
 
 interface DriverSlot {
   config: DriverInstanceConfig;
@@ -25,6 +26,8 @@ function sameJson(a: unknown, b: unknown): boolean {
 export class DriverPool {
   private slots = new Map<string, DriverSlot>();
   private unsubscribe: () => void;
+  /** Serial ports and converters shared by this pool's driver instances. */
+  private readonly lines = new SharedLines();
 
   constructor(
     private readonly registry: DriverRegistry,
@@ -64,7 +67,7 @@ export class DriverPool {
     const f = this.registry.get(slot.config.factory);
     if (!f || slot.driver) return;
     try {
-      slot.driver = f.create(slot.config.props, { id: slot.config.id, log: this.log.child({ driver: slot.config.id }), dataDir: this.dataDir });
+      slot.driver = f.create(slot.config.props, { id: slot.config.id, log: this.log.child({ driver: slot.config.id }), dataDir: this.dataDir, lines: this.lines });
       this.log.info('driver attached', { driver: slot.config.id, factory: slot.config.factory });
     } catch (err) {
       this.log.error('driver could not be created', { driver: slot.config.id, factory: slot.config.factory, error: (err as Error).message });

@@ -26,16 +26,23 @@
 // - Never hang: bound every device interaction with a timeout (the runtime's own bound,
 //   `driverCallTimeoutMs`, 30 s, only catches broken drivers). A slow device must not block other
 //   assets: do not block the event loop (no sync I/O on device files, no busy waits).
-// - close() releases sockets, files and timers, is idempotent, and later calls answer (an error is
-//   fine) instead of hanging. The runtime closes a driver on reload when its properties change, and
-//   when its factory is unregistered (a package uninstalled): assets then answer
-//   `Driver not attached` until a factory of that name is registered again.
+// - close() releases sockets, files and timers and is idempotent. A call in flight settles; every
+//   later read() and write() resolves (never rejects, never hangs) with one `closedResults()` error
+//   per channel, `Driver not attached`: what the asset answers once the runtime has dropped the
+//   driver. The runtime closes a driver on reload when its properties change, and when its factory
+//   is unregistered (a package uninstalled).
 // - The factory validates properties up front (validateInstance/validateChannel, with key paths
 //   such as `drivers.plc.modbus.timeout`), so create() can trust them; channelKeys/instanceKeys list
-//   the keys it understands, and any other key in the configuration is an error.
+//   the keys it understands, and any other key in the configuration is an error. Built-in drivers
+//   parse with drivers/props.ts (PropReader) in their config.ts, one parse for check and run.
+// - A resource several instances must share (a serial port) is taken from `ctx.lines`.
+//
+// Folder layout of a built-in driver, `src/drivers/<name>/`: index.ts (the factory), config.ts
+// (keys, parsing and validation), driver.ts (the Driver), then its protocol or back-end files.
 
 import type { Logger } from '../log.js';
 import type { ChannelConfig, TypedValue, ValueType } from '../assets/types.js';
+import type { SharedLines } from './lines.js';
 
 export type ChannelResult = { ok: true; value: TypedValue; timestamp?: number } | { ok: false; error: string };
 
@@ -65,6 +72,16 @@ export interface DriverContext {
   id: string;
   log: Logger;
   dataDir: string;
+  /** Lines shared between instances of this pool (drivers/lines.ts). */
+  lines: SharedLines;
+}
+
+/** What a channel answers when its asset's driver is missing or closed (Kura's wording). */
+export const DRIVER_NOT_ATTACHED = 'Driver not attached';
+
+/** The answer of a closed driver: one `Driver not attached` failure per channel. */
+export function closedResults(n: number): ChannelResult[] {
+  return Array.from({ length: n }, () => ({ ok: false as const, error: DRIVER_NOT_ATTACHED }));
 }
 
 export interface DriverFactory {

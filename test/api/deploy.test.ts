@@ -16,6 +16,7 @@ import { DeploymentService } from '../../src/deploy/service.js';
 import { validateDeploySection } from '../../src/deploy/config.js';
 import { mountDeployApi } from '../../src/api/deploy.js';
 import { buildDp, buildZip, exampleDriverExtension, commandWorks } from '../helpers/dp.js';
+import { SharedLines } from '../../src/drivers/lines.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-deploy-api-'));
 t.teardown(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -365,7 +366,7 @@ t.test('a driver plug-in registers its factory, and uninstall stops it', async (
   t.match(lastJob(), { state: 'SUCCEEDED' });
   const factory = registry.get('example');
   t.ok(factory, 'factory registered at once');
-  const driver = factory!.create({}, { id: 'x', log: silentLogger, dataDir });
+  const driver = factory!.create({}, { id: 'x', log: silentLogger, dataDir, lines: new SharedLines() });
   const res = await driver.read([{ name: 'c', enabled: true, mode: 'READ', valueType: 'INTEGER', scale: 1, offset: 0, deadband: 0, driverProps: { value: 7 } }]);
   t.same(res, [{ ok: true, value: { type: 'INTEGER', value: 7 } }]);
   t.same(plugins.factoriesOf('org.example.driver'), ['example']);

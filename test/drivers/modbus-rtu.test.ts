@@ -11,6 +11,7 @@ import { decodeRequest, encodeResponse } from '../../src/drivers/modbus/pdu.js';
 import { decodeRtu, encodeRtu } from '../../src/drivers/modbus/rtu-frame.js';
 import { sttyArgs } from '../../src/drivers/modbus/serial.js';
 import { silentLogger } from '../../src/log.js';
+import { SharedLines } from '../../src/drivers/lines.js';
 import { channel, runDriverConformance, show } from '../helpers/driver-conformance.js';
 import { fiftyChannels } from '../helpers/modbus-fixtures.js';
 import { havePeers, startPtyPair, startPyModbusRtu } from '../helpers/pymodbus.js';
@@ -22,8 +23,8 @@ function rtuProps(port: string, extra: Record<string, unknown> = {}) {
   return { 'access.type': 'RTU', 'modbus.rtu.port.name': port, 'modbus.rtu.baudrate': 19200, 'modbus.timeout': 500, ...extra };
 }
 
-function createDriver(t: Test, props: Record<string, unknown>, id = 'rtu'): ModbusDriver {
-  const d = modbusFactory.create(props, { id, log: silentLogger, dataDir: os.tmpdir() });
+function createDriver(t: Test, props: Record<string, unknown>, id = 'rtu', lines = new SharedLines()): ModbusDriver {
+  const d = modbusFactory.create(props, { id, log: silentLogger, dataDir: os.tmpdir(), lines });
   t.teardown(() => d.close());
   return d;
 }
@@ -111,7 +112,7 @@ if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
           { channel: hr(300), expected: { type: 'INTEGER', value: -300 } },
           { channel: hr(301, 'UINT32', 'LONG'), expected: { type: 'LONG', value: 0x12345678n } },
         ],
-        writable: [{ channel: hr(310, 'FLOAT32', 'FLOAT'), value: { type: 'FLOAT', value: Math.fround(3.3) } }],
+        writable: [{ channel: hr(310, 'FLOAT32', 'FLOAT'), value: { type: 'FLOAT', value: Math.fround(3.3) }, alt: { type: 'FLOAT', value: -1 } }],
         bad: hr(4000),
         prepare: () => dev.set(1, 'hr', 299, [0x10000 - 300, 0x1234, 0x5678]),
         stopDevice: () => dev.stop(),
@@ -148,8 +149,9 @@ if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
   t.test('two driver instances on one port: one transaction at a time', async (t) => {
     const { driverSide, peerSide } = await startPtyPair(t);
     const seen = fakeDevice(t, peerSide, { delayMs: 30 });
-    const a = createDriver(t, rtuProps(driverSide), 'a');
-    const b = createDriver(t, rtuProps(driverSide), 'b');
+    const lines = new SharedLines();
+    const a = createDriver(t, rtuProps(driverSide), 'a', lines);
+    const b = createDriver(t, rtuProps(driverSide), 'b', lines);
     const reads = [];
     for (let i = 0; i < 3; i++) reads.push(a.read([hr(100 + i)]), b.read([hr(200 + i)]));
     const results = await Promise.all(reads);
@@ -158,6 +160,9 @@ if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
     t.equal(seen.overlaps, 0, 'no request was sent while another was unanswered');
     await a.close();
     t.match(await b.read([hr(5)]), [{ ok: true, value: { value: 4 } }], 'closing one instance leaves the line to the other');
+    t.same(lines.keys(), [`modbus-rtu:${driverSide}`], 'one line held by the pool');
+    await b.close();
+    t.same(lines.keys(), [], 'the last instance closes the line');
   });
 
   t.test('a missing serial port is a per-channel error naming it', async (t) => {

@@ -7,6 +7,7 @@ import os from 'node:os';
 import { modbusFactory, type ModbusDriver } from '../../src/drivers/modbus/index.js';
 import { encodeMbap, MbapDecoder } from '../../src/drivers/modbus/mbap.js';
 import { silentLogger } from '../../src/log.js';
+import { SharedLines } from '../../src/drivers/lines.js';
 import { channel, runDriverConformance, show } from '../helpers/driver-conformance.js';
 import { fiftyChannels } from '../helpers/modbus-fixtures.js';
 import { havePeers, startPyModbusTcp, type PyModbusDevice } from '../helpers/pymodbus.js';
@@ -17,7 +18,7 @@ if (havePeers(t, 'pymodbus')) {
     'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'modbus.timeout': 500, ...extra,
   });
   const create = (tt: Test, extra: Record<string, unknown> = {}): ModbusDriver => {
-    const d = modbusFactory.create(props(extra), { id: 'plc', log: silentLogger, dataDir: os.tmpdir() });
+    const d = modbusFactory.create(props(extra), { id: 'plc', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
     tt.teardown(() => d.close());
     return d;
   };
@@ -164,7 +165,7 @@ if (havePeers(t, 'pymodbus')) {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
     const port = (closed.address() as net.AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': port, 'modbus.timeout': 300, 'modbus.transaction.retry': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir() });
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': port, 'modbus.timeout': 300, 'modbus.transaction.retry': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
     t.teardown(() => d.close());
     const r = await d.read([hr(1, 'INT16'), hr(2, 'INT16')]);
     t.match(r, [{ ok: false, error: `Modbus TCP 127.0.0.1:${port}: connect failed: ECONNREFUSED` }, { ok: false }]);
@@ -182,8 +183,8 @@ if (havePeers(t, 'pymodbus')) {
         { channel: channel('coil1', 'BOOLEAN', { 'primary.table': 'COILS', 'memory.address': 300 }), expected: { type: 'BOOLEAN', value: true } },
       ],
       writable: [
-        { channel: hr(310, 'INT32'), value: { type: 'INTEGER', value: -123456 } },
-        { channel: channel('coil2', 'BOOLEAN', { 'primary.table': 'COILS', 'memory.address': 301 }), value: { type: 'BOOLEAN', value: true } },
+        { channel: hr(310, 'INT32'), value: { type: 'INTEGER', value: -123456 }, alt: { type: 'INTEGER', value: 7 } },
+        { channel: channel('coil2', 'BOOLEAN', { 'primary.table': 'COILS', 'memory.address': 301 }), value: { type: 'BOOLEAN', value: true }, alt: { type: 'BOOLEAN', value: false } },
       ],
       bad: hr(4000, 'INT16'),
       prepare: async () => {
@@ -211,7 +212,7 @@ if (havePeers(t, 'pymodbus')) {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     t.teardown(() => new Promise((r) => server.close(r)));
-    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port, 'modbus.timeout': 50, 'modbus.transaction.retry': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir() });
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port, 'modbus.timeout': 50, 'modbus.transaction.retry': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
     t.teardown(() => d.close());
     let failures = 0;
     for (let i = 0; i < 40; i++) {
@@ -240,7 +241,7 @@ if (havePeers(t, 'pymodbus')) {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     t.teardown(() => new Promise((r) => server.close(r)));
-    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port }, { id: 'x', log: silentLogger, dataDir: os.tmpdir() });
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
     t.teardown(() => d.close());
     t.match(await d.read([hr(1, 'INT16')]), [{ ok: true, value: { value: 0x1234 } }]);
     t.match(await d.read([hr(1, 'INT16')]), [{ ok: true, value: { value: 0x1234 } }]);

@@ -3,6 +3,7 @@ import t from 'tap';
 import { simulatorFactory } from '../../src/drivers/simulator/index.js';
 import { channel, runDriverConformance, show } from '../helpers/driver-conformance.js';
 import { silentLogger } from '../../src/log.js';
+import { SharedLines } from '../../src/drivers/lines.js';
 
 t.test('conformance', async (t) => {
   await runDriverConformance(t, {
@@ -14,14 +15,14 @@ t.test('conformance', async (t) => {
       { channel: channel('raw', 'BYTE_ARRAY', { initial: 'AQID' }), expected: { type: 'BYTE_ARRAY', value: Buffer.from([1, 2, 3]) } },
     ],
     writable: [
-      { channel: channel('setpoint', 'FLOAT', {}), value: { type: 'FLOAT', value: Math.fround(12.34) } },
-      { channel: channel('label', 'STRING', { simulation: 'memory' }), value: { type: 'STRING', value: 'pump room' } },
+      { channel: channel('setpoint', 'FLOAT', {}), value: { type: 'FLOAT', value: Math.fround(12.34) }, alt: { type: 'FLOAT', value: 1 } },
+      { channel: channel('label', 'STRING', { simulation: 'memory' }), value: { type: 'STRING', value: 'pump room' }, alt: { type: 'STRING', value: 'x' } },
     ],
-    bad: undefined,
+    bad: channel('bad', 'DOUBLE', { simulation: 'wave' }),
   });
 });
 
-const create = () => simulatorFactory.create({}, { id: 'sim', log: silentLogger, dataDir: '/nonexistent' });
+const create = () => simulatorFactory.create({}, { id: 'sim', log: silentLogger, dataDir: '/nonexistent', lines: new SharedLines() });
 
 t.test('memory channels read their zero value until written; other simulations refuse writes', async (t) => {
   const d = create();

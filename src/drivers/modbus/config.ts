@@ -3,7 +3,7 @@
 // Enum values are accepted in any case, as Kura's driver does for `primary.table`.
 
 import type { ValueType } from '../../assets/types.js';
-import type { Problem } from '../driver.js';
+import { PropReader, channelName, type Parsed } from '../props.js';
 import { MAX_READ_REGISTERS, TABLES, isBitTable, type Table } from './constants.js';
 import { ALLOWED_DATA_TYPES, DATA_ORDERS, DATA_TYPES, registerCount, type DataOrder, type DataType } from './datatypes.js';
 
@@ -66,77 +66,21 @@ export interface ModbusChannelSpec {
   arrayLength: number;
 }
 
-type Parsed<T> = { value: T; problems: Problem[] };
-
-/** Reads property values with defaults, collecting one problem per bad key. */
-class PropReader {
-  readonly problems: Problem[] = [];
-  constructor(private readonly props: Record<string, unknown>, private readonly path: string) {}
-
-  has(key: string): boolean {
-    return this.props[key] !== undefined;
-  }
-
-  problem(key: string, message: string, severity: 'error' | 'warning' = 'error'): void {
-    this.problems.push({ path: `${this.path}.${key}`, message, severity });
-  }
-
-  int(key: string, def: number, min: number, max: number): number {
-    const v = this.props[key];
-    if (v === undefined) return def;
-    if (typeof v !== 'number' || !Number.isInteger(v)) {
-      this.problem(key, `must be an integer, got ${JSON.stringify(v)}`);
-      return def;
-    }
-    if (v < min || v > max) {
-      this.problem(key, `${v} is out of range (${min}..${max})`);
-      return def;
-    }
-    return v;
-  }
-
-  str(key: string, def: string | undefined): string | undefined {
-    const v = this.props[key];
-    if (v === undefined) return def;
-    if (typeof v !== 'string') {
-      this.problem(key, `must be a string, got ${JSON.stringify(v)}`);
-      return def;
-    }
-    return v;
-  }
-
-  enumOf<T extends string>(key: string, values: readonly T[], def: T): T {
-    const v = this.str(key, undefined);
-    if (v === undefined) return def;
-    const found = values.find((x) => x === v.toUpperCase());
-    if (!found) {
-      this.problem(key, `unknown value ${JSON.stringify(v)} (expected one of ${values.join(', ')})`);
-      return def;
-    }
-    return found;
-  }
-}
-
 export function parseInstance(props: Record<string, unknown>, path: string): Parsed<ModbusInstanceConfig> {
   const r = new PropReader(props, path);
-  const access = r.str('access.type', 'TCP');
   let accessType: 'TCP' | 'RTU' = 'TCP';
-  if (access !== undefined) {
-    const up = access.toUpperCase();
-    if (up === 'RTU' || up === 'TCP') accessType = up;
-    else if (up === 'UDP') r.problem('access.type', 'UDP is not supported (use TCP or RTU)');
-    else r.problem('access.type', `unknown value ${JSON.stringify(access)} (expected one of TCP, RTU)`);
-  }
-  const host = r.str('modbus.tcp-udp.ip', '') ?? '';
+  if (String(r.raw('access.type')).toUpperCase() === 'UDP') r.problem('access.type', 'UDP is not supported (use TCP or RTU)');
+  else accessType = r.enumOf('access.type', ['TCP', 'RTU'] as const, 'TCP', true);
+  const host = r.str('modbus.tcp-udp.ip', '');
   const port = r.int('modbus.tcp-udp.port', 502, 1, 65535);
-  const portName = r.str('modbus.rtu.port.name', '') ?? '';
+  const portName = r.str('modbus.rtu.port.name', '');
   const baudrate = r.int('modbus.rtu.baudrate', 9600, 1, 4_000_000);
   if (r.has('modbus.rtu.baudrate') && Number.isInteger(props['modbus.rtu.baudrate']) && !(BAUD_RATES as readonly number[]).includes(baudrate)) {
     r.problem('modbus.rtu.baudrate', `${baudrate} is not a standard rate (${BAUD_RATES.join(', ')})`);
   }
   const databits = r.int('modbus.rtu.databits', 8, 5, 8);
-  const stop = r.enumOf('modbus.rtu.stopbits', STOP_BITS, 'ONE_STOP_BIT');
-  const parity = r.enumOf('modbus.rtu.parity', PARITIES, 'NO_PARITY');
+  const stop = r.enumOf('modbus.rtu.stopbits', STOP_BITS, 'ONE_STOP_BIT', true);
+  const parity = r.enumOf('modbus.rtu.parity', PARITIES, 'NO_PARITY', true);
   const timeout = r.int('modbus.timeout', 1000, 1, 600_000);
   const retries = r.int('modbus.transaction.retry', 1, 0, 10);
   const maxGap = r.int('read.max.gap', 0, 0, MAX_READ_REGISTERS - 1);
@@ -164,29 +108,23 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
   };
 }
 
-/** `assets.pump.channels.speed` → `speed` (channel names may contain dots). */
-function channelName(path: string): string {
-  const at = path.lastIndexOf('channels.');
-  return at >= 0 ? path.slice(at + 'channels.'.length) : path.slice(path.lastIndexOf('.') + 1);
-}
-
 export function parseChannel(props: Record<string, unknown>, valueType: ValueType, path: string): Parsed<ModbusChannelSpec> {
   const r = new PropReader(props, path);
   const name = channelName(path);
   const unitId = r.int('unit.id', 1, 1, 247);
-  const table = r.enumOf('primary.table', TABLES, 'HOLDING_REGISTERS');
+  const table = r.enumOf('primary.table', TABLES, 'HOLDING_REGISTERS', true);
   const memoryAddress = r.int('memory.address', 1, 1, 65536);
   const bits = isBitTable(table);
   // STRING and BYTE_ARRAY channels default to the STRING layout; everything else to INT16 (contract §2).
   const defType: DataType = valueType === 'STRING' || valueType === 'BYTE_ARRAY' ? 'STRING' : 'INT16';
-  const dataType = r.enumOf('data.type', DATA_TYPES, defType);
-  const order = r.enumOf('data.order', DATA_ORDERS, 'BIG_ENDIAN');
+  const dataType = r.enumOf('data.type', DATA_TYPES, defType, true);
+  const order = r.enumOf('data.order', DATA_ORDERS, 'BIG_ENDIAN', true);
   const arrayLength = r.int('array.data.length', 0, 1, MAX_READ_REGISTERS);
   let count = 1;
   if (bits) {
     // Kura's driver: coils and discrete inputs are single bits read as BOOLEAN.
     if (valueType !== 'BOOLEAN') {
-      r.problems.push({ path: `${path}.value.type`, message: `channel ${name}: ${table} are single bits, so value.type must be BOOLEAN, not ${valueType}`, severity: 'error' });
+      r.problem('value.type', `channel ${name}: ${table} are single bits, so value.type must be BOOLEAN, not ${valueType}`);
     }
     for (const key of ['data.type', 'data.order', 'array.data.length']) {
       if (r.has(key)) r.problem(key, `ignored for ${table} (single bits)`, 'warning');
@@ -206,8 +144,4 @@ export function parseChannel(props: Record<string, unknown>, valueType: ValueTyp
     value: { unitId, table, address: memoryAddress - 1, count, dataType, order, valueType, arrayLength: arrayLength || 1 },
     problems: r.problems,
   };
-}
-
-export function hasErrors(problems: Problem[]): boolean {
-  return problems.some((p) => p.severity !== 'warning');
 }

@@ -1,17 +1,6 @@
 // Modbus protocol constants (Modbus Application Protocol Specification V1.1b3, "MBAP" = §4.1,
 // function codes = §6, exception codes = §7; RTU framing = Modbus over Serial Line V1.02 §2.5).
 
-export const FC = {
-  READ_COILS: 1,
-  READ_DISCRETE_INPUTS: 2,
-  READ_HOLDING_REGISTERS: 3,
-  READ_INPUT_REGISTERS: 4,
-  WRITE_SINGLE_COIL: 5,
-  WRITE_SINGLE_REGISTER: 6,
-  WRITE_MULTIPLE_COILS: 15,
-  WRITE_MULTIPLE_REGISTERS: 16,
-} as const;
-
 /** Quantity limits of one request (§6.1–6.4, §6.11, §6.12). */
 export const MAX_READ_BITS = 2000;
 export const MAX_READ_REGISTERS = 125;

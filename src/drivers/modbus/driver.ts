@@ -2,9 +2,10 @@
 // every problem reported on the channel it concerns (driver.ts contract: never throw per channel).
 
 import type { ChannelConfig } from '../../assets/types.js';
-import type { ChannelResult, Driver, WriteRequest } from '../driver.js';
+import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
+import { channelSpecs } from '../props.js';
 import type { ModbusClient, RequestOptions } from './client.js';
-import { hasErrors, parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
+import { parseChannel, type ModbusInstanceConfig } from './config.js';
 import { exceptionName, isBitTable, MAX_WRITE_REGISTERS } from './constants.js';
 import { decodeRegisters, encodeRegisters } from './datatypes.js';
 import type { ModbusRequest, ModbusResponse } from './pdu.js';
@@ -26,7 +27,7 @@ function exceptionMessage(code: number, what: string, unitId: number): string {
 }
 
 export class ModbusDriverImpl implements ModbusDriver {
-  private readonly specs = new WeakMap<ChannelConfig, { spec?: ModbusChannelSpec; error?: string }>();
+  private readonly spec = channelSpecs((ch, path) => parseChannel(ch.driverProps, ch.valueType, path));
   private readonly opts: RequestOptions;
   private closed = false;
 
@@ -42,29 +43,14 @@ export class ModbusDriverImpl implements ModbusDriver {
     return { ...this.client.stats };
   }
 
-  /** Parses a channel's properties once per channel object (polling reuses the same configs). */
-  private spec(ch: ChannelConfig): { spec?: ModbusChannelSpec; error?: string } {
-    let s = this.specs.get(ch);
-    if (!s) {
-      const prefix = `channels.${ch.name}`;
-      const { value, problems } = parseChannel(ch.driverProps ?? {}, ch.valueType, prefix);
-      // Messages already name the channel where it matters; the key is what the user fixes.
-      s = hasErrors(problems)
-        ? { error: problems.filter((p) => p.severity !== 'warning').map((p) => `${p.path.slice(prefix.length + 1)}: ${p.message}`).join('; ') }
-        : { spec: value };
-      this.specs.set(ch, s);
-    }
-    return s;
-  }
-
   async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
     const results: ChannelResult[] = new Array(channels.length);
-    if (this.closed) return channels.map(() => ({ ok: false, error: `${this.client.label}: driver closed` }));
+    if (this.closed) return closedResults(channels.length);
     const items: ReadItem[] = [];
     channels.forEach((ch, index) => {
-      const { spec, error } = this.spec(ch);
-      if (spec) items.push({ index, spec });
-      else results[index] = { ok: false, error: `Invalid Modbus channel configuration: ${error}` };
+      const s = this.spec(ch);
+      if ('spec' in s) items.push({ index, spec: s.spec });
+      else results[index] = { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` };
     });
     await Promise.all(planReads(items, this.config.maxGap).map((b) => this.readBlock(b, results)));
     return results;
@@ -113,14 +99,15 @@ export class ModbusDriverImpl implements ModbusDriver {
   }
 
   async write(requests: WriteRequest[]): Promise<ChannelResult[]> {
-    if (this.closed) return requests.map(() => ({ ok: false, error: `${this.client.label}: driver closed` }));
+    if (this.closed) return closedResults(requests.length);
     // Queued in input order (the client is FIFO), so two writes to one register land in order.
     return Promise.all(requests.map((r) => this.writeOne(r)));
   }
 
   private async writeOne({ channel, value }: WriteRequest): Promise<ChannelResult> {
-    const { spec, error } = this.spec(channel);
-    if (!spec) return { ok: false, error: `Invalid Modbus channel configuration: ${error}` };
+    const s = this.spec(channel);
+    if (!('spec' in s)) return { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` };
+    const { spec } = s;
     const what = range(spec.table, spec.address, spec.count);
     let req: ModbusRequest;
     if (spec.table === 'DISCRETE_INPUTS' || spec.table === 'INPUT_REGISTERS') {

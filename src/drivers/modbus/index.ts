@@ -1,8 +1,9 @@
-// The `modbus` driver factory (contract §2 "Driver properties").
+// The `modbus` driver factory (docs/drivers.md "modbus").
 //
-// Wiring: register `modbusFactory` under its name next to the other factories; the config layer
-// calls validateInstance/validateChannel and checks keys against instanceKeys/channelKeys; the
-// asset service calls create() per `drivers.<id>` and close() on reload or shutdown.
+// Properties are parsed by config.ts (one parse for the configuration check and for create()).
+// A serial port, or the converter of an RTU-over-TCP line, is one line however many instances
+// name it: the line comes from the pool's SharedLines (ctx.lines), so its transaction queue is
+// shared and only one transaction is on the wire at a time.
 // The driver returned also has `stats()` (ModbusDriver) for the benchmark and diagnostics.
 
 import path from 'node:path';
@@ -21,52 +22,30 @@ export interface ModbusFactory extends DriverFactory {
   create(props: Record<string, unknown>, ctx: DriverContext): ModbusDriver;
 }
 
-/**
- * A factory with its own registry of open serial lines: two driver instances naming the same port
- * share one line and its transaction queue, so only one transaction is on the wire at a time.
- */
-export function createModbusFactory(): ModbusFactory {
-  const lines = new Map<string, { client: ModbusClient; users: number }>();
+export const modbusFactory: ModbusFactory = {
+  name: 'modbus',
+  instanceKeys: INSTANCE_KEYS,
+  channelKeys: CHANNEL_KEYS,
 
-  return {
-    name: 'modbus',
-    instanceKeys: INSTANCE_KEYS,
-    channelKeys: CHANNEL_KEYS,
+  validateInstance(props: Record<string, unknown>, keyPath: string): Problem[] {
+    return parseInstance(props, keyPath).problems;
+  },
 
-    validateInstance(props: Record<string, unknown>, keyPath: string): Problem[] {
-      return parseInstance(props, keyPath).problems;
-    },
+  validateChannel(props: Record<string, unknown>, valueType: ValueType, keyPath: string): Problem[] {
+    return parseChannel(props, valueType, keyPath).problems;
+  },
 
-    validateChannel(props: Record<string, unknown>, valueType: ValueType, keyPath: string): Problem[] {
-      return parseChannel(props, valueType, keyPath).problems;
-    },
-
-    create(props: Record<string, unknown>, ctx: DriverContext): ModbusDriver {
-      // The config layer has validated; a bad value here falls back to its default.
-      const { value: config } = parseInstance(props, `drivers.${ctx.id}`);
-      const log = ctx.log.child({ driver: ctx.id });
-      if (config.accessType === 'TCP') {
-        const client = new ModbusClient(new TcpTransport(config.tcp.host, config.tcp.port, log));
-        return new ModbusDriverImpl(config, client, () => client.close());
-      }
-      const key = path.resolve(config.serial.portName);
-      let line = lines.get(key);
-      if (!line) {
-        line = { client: new ModbusClient(new SerialTransport(config.serial, log)), users: 0 };
-        lines.set(key, line);
-      } else {
-        log.info('modbus serial port shared with another driver instance; its line settings apply', { port: key });
-      }
-      line.users++;
-      const shared = line;
-      return new ModbusDriverImpl(config, shared.client, async () => {
-        if (--shared.users === 0) {
-          lines.delete(key);
-          await shared.client.close();
-        }
-      });
-    },
-  };
-}
-
-export const modbusFactory: ModbusFactory = createModbusFactory();
+  create(props: Record<string, unknown>, ctx: DriverContext): ModbusDriver {
+    // The config layer has validated; a bad value here falls back to its default.
+    const { value: config } = parseInstance(props, `drivers.${ctx.id}`);
+    const log = ctx.log.child({ driver: ctx.id });
+    if (config.accessType === 'TCP') {
+      const client = new ModbusClient(new TcpTransport(config.tcp.host, config.tcp.port, log));
+      return new ModbusDriverImpl(config, client, () => client.close());
+    }
+    const key = path.resolve(config.serial.portName);
+    const lease = ctx.lines.acquire(`modbus-rtu:${key}`, () => new ModbusClient(new SerialTransport(config.serial, log)), (c) => c.close());
+    if (lease.shared) log.info('modbus serial port shared with another driver instance; its line settings apply', { port: key });
+    return new ModbusDriverImpl(config, lease.line, lease.release);
+  },
+};

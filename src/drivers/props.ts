@@ -1,0 +1,118 @@
+// Driver properties: the one validator every driver's config.ts uses. A driver parses its instance
+// and channel properties with a PropReader into a typed spec plus the problems found, one per bad
+// key, each with its key path (`drivers.plc.modbus.timeout`). The same parse serves the factory's
+// validateInstance/validateChannel (the problems) and create()/read()/write() (the spec), so what
+// the configuration check accepts is exactly what the driver runs with. Readers never throw, whatever
+// the input: a bad value is reported and replaced by the key's default.
+
+import type { ChannelConfig } from '../assets/types.js';
+import type { Problem } from './driver.js';
+
+export type Parsed<T> = { value: T; problems: Problem[] };
+
+export class PropReader {
+  readonly problems: Problem[] = [];
+  constructor(private readonly props: Record<string, unknown>, private readonly path: string) {}
+
+  has(key: string): boolean {
+    return this.props[key] !== undefined;
+  }
+
+  raw(key: string): unknown {
+    return this.props[key];
+  }
+
+  problem(key: string, message: string, severity: 'error' | 'warning' = 'error'): void {
+    this.problems.push({ path: key ? `${this.path}.${key}` : this.path, message, severity });
+  }
+
+  int(key: string, def: number, min: number, max: number): number {
+    const v = this.props[key];
+    if (v === undefined) return def;
+    if (typeof v !== 'number' || !Number.isInteger(v)) {
+      this.problem(key, `must be an integer, got ${JSON.stringify(v)}`);
+      return def;
+    }
+    if (v < min || v > max) {
+      this.problem(key, `${v} is out of range (${min}..${max})`);
+      return def;
+    }
+    return v;
+  }
+
+  bool(key: string, def: boolean): boolean {
+    const v = this.props[key];
+    if (v === undefined) return def;
+    if (typeof v !== 'boolean') {
+      this.problem(key, `must be true or false, got ${JSON.stringify(v)}`);
+      return def;
+    }
+    return v;
+  }
+
+  str(key: string, def: string): string {
+    const v = this.props[key];
+    if (v === undefined) return def;
+    if (typeof v !== 'string') {
+      this.problem(key, `must be a string, got ${JSON.stringify(v)}`);
+      return def;
+    }
+    return v;
+  }
+
+  /** One of `values`; `anyCase` accepts `holding_registers` for `HOLDING_REGISTERS` (Kura's Modbus driver does). */
+  enumOf<T extends string>(key: string, values: readonly T[], def: T, anyCase = false): T {
+    const v = this.props[key];
+    if (v === undefined) return def;
+    const found = typeof v === 'string' ? values.find((x) => x === (anyCase ? v.toUpperCase() : v)) : undefined;
+    if (!found) {
+      this.problem(key, `unknown value ${JSON.stringify(v)} (expected one of ${values.join(', ')})`);
+      return def;
+    }
+    return found;
+  }
+
+  /** A plain object (e.g. a name → number map), or `{}` with a problem. */
+  object(key: string): Record<string, unknown> {
+    const v = this.props[key];
+    if (v === undefined) return {};
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+      this.problem(key, `must be an object, got ${JSON.stringify(v)}`);
+      return {};
+    }
+    return v as Record<string, unknown>;
+  }
+}
+
+export function hasErrors(problems: Problem[]): boolean {
+  return problems.some((p) => p.severity !== 'warning');
+}
+
+/** `assets.pump.channels.speed` → `speed` (channel names may contain dots). */
+export function channelName(path: string): string {
+  const at = path.lastIndexOf('channels.');
+  return at >= 0 ? path.slice(at + 'channels.'.length) : path.slice(path.lastIndexOf('.') + 1);
+}
+
+export type ChannelSpec<T> = { spec: T } | { error: string };
+
+/**
+ * A driver's channel specs, parsed once per channel object (polling passes the same objects every
+ * cycle). A channel whose properties have errors gets `{ error }`: its keys and what is wrong, so
+ * the read or write of that channel fails alone with a message naming the key to fix.
+ */
+export function channelSpecs<T>(parse: (ch: ChannelConfig, path: string) => Parsed<T>): (ch: ChannelConfig) => ChannelSpec<T> {
+  const cache = new WeakMap<ChannelConfig, ChannelSpec<T>>();
+  return (ch) => {
+    let s = cache.get(ch);
+    if (!s) {
+      const prefix = `channels.${ch.name}`;
+      const { value, problems } = parse(ch, prefix);
+      s = hasErrors(problems)
+        ? { error: problems.filter((p) => p.severity !== 'warning').map((p) => `${p.path.slice(prefix.length + 1)}: ${p.message}`).join('; ') }
+        : { spec: value };
+      cache.set(ch, s);
+    }
+    return s;
+  };
+}

@@ -1,0 +1,75 @@
+// The simulator driver: the reference implementation of the driver interface (drivers/driver.ts),
+// and what the demo asset runs on. State (memory, counters) is per driver instance and channel
+// name, as a device's registers are per address: two assets naming the same channel share it.
+// One call = one "transaction": a `counter` channel advances once per call, so callers can see
+// that concurrent reads were shared; a batch waits for its slowest `delay`, once.
+
+import type { ChannelConfig, TypedValue } from '../../assets/types.js';
+import { fromNumber } from '../../assets/values.js';
+import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
+import { channelSpecs, type ChannelSpec } from '../props.js';
+import { parseChannel, type SimulatorChannelSpec } from './config.js';
+
+export class SimulatorDriver implements Driver {
+  private memory = new Map<string, TypedValue>();
+  private counters = new Map<string, number>();
+  private closed = false;
+  private readonly started = Date.now();
+  private readonly spec = channelSpecs((ch, path) => parseChannel(ch.driverProps, ch.valueType, path));
+
+  private produce(ch: ChannelConfig, s: SimulatorChannelSpec): TypedValue {
+    const t = ch.valueType;
+    switch (s.simulation) {
+      case 'constant':
+        return s.initial;
+      case 'counter': {
+        const n = (this.counters.get(ch.name) ?? 0) + 1;
+        this.counters.set(ch.name, n);
+        return t === 'BOOLEAN' ? { type: t, value: n % 2 === 1 } : fromNumber(t, n);
+      }
+      case 'sine': {
+        const x = Math.sin(((Date.now() - this.started) / 60_000) * 2 * Math.PI) * 50 + 20;
+        return t === 'BOOLEAN' ? { type: t, value: x > 20 } : fromNumber(t, x);
+      }
+      case 'random':
+        return t === 'BOOLEAN' ? { type: t, value: Math.random() < 0.5 } : fromNumber(t, Math.random() * 100);
+      case 'memory':
+        return this.memory.get(ch.name) ?? s.initial;
+    }
+  }
+
+  /** Waits for the slowest channel of the batch, like a slow device on a bus. */
+  private async latency(specs: ChannelSpec<SimulatorChannelSpec>[]): Promise<void> {
+    const ms = Math.max(0, ...specs.map((s) => ('spec' in s ? s.spec.delay : 0)));
+    if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+  }
+
+  async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
+    const specs = channels.map(this.spec);
+    if (!this.closed) await this.latency(specs);
+    if (this.closed) return closedResults(channels.length);
+    const timestamp = Date.now();
+    return channels.map((ch, i) => {
+      const s = specs[i];
+      return 'spec' in s ? { ok: true, value: this.produce(ch, s.spec), timestamp } : { ok: false, error: `Invalid simulator channel configuration: ${s.error}` };
+    });
+  }
+
+  async write(requests: WriteRequest[]): Promise<ChannelResult[]> {
+    const specs = requests.map((r) => this.spec(r.channel));
+    if (!this.closed) await this.latency(specs);
+    if (this.closed) return closedResults(requests.length);
+    const timestamp = Date.now();
+    return requests.map((r, i) => {
+      const s = specs[i];
+      if (!('spec' in s)) return { ok: false, error: `Invalid simulator channel configuration: ${s.error}` };
+      if (s.spec.simulation !== 'memory') return { ok: false, error: `Simulated channel ${r.channel.name} (${s.spec.simulation}) is not writable` };
+      this.memory.set(r.channel.name, r.value);
+      return { ok: true, value: r.value, timestamp };
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
