@@ -1,6 +1,9 @@
 // Builds dist/gatewayd.js: one ES module that runs with a stock `node` (18+) and no node_modules.
 // It is ESM because the repository is (`"type": "module"`); installed images name it `gatewayd.mjs`
-// so that it stays ESM wherever it is copied. CommonJS dependencies get `require` from the banner.
+// so that it stays ESM wherever it is copied. CommonJS dependencies get `require` from the banner,
+// which first refuses a Node older than 18 with a clear message (docs/installation.md).
+// Next to the bundle it writes THIRD-PARTY-NOTICES: the licence texts of exactly the npm packages the
+// bundle contains, found from esbuild's metafile, so the list cannot drift from what is shipped.
 import { build } from 'esbuild';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,14 +17,20 @@ const outfile = process.env.GATEWAYD_OUTFILE ? path.resolve(process.env.GATEWAYD
 const extraPlugins = process.env.GATEWAYD_BUILD_PLUGIN ? [(await import(pathToFileURL(path.resolve(process.env.GATEWAYD_BUILD_PLUGIN)).href)).default] : [];
 const LIMIT = 256 * 1024;
 
-await build({
+// Before any bundled code runs (an ES module's imports are built-ins only): Node 18 is the floor
+// (structuredClone, fetch-era crypto and streams); exit 2 as for an unusable configuration, since
+// restarting cannot help.
+const NODE_CHECK = "if(+process.versions.node.split('.')[0]<18){process.stderr.write('gatewayd: needs Node.js 18 or newer; this is Node.js '+process.version+' ('+process.execPath+'). Install a newer nodejs: docs/installation.md\\n');process.exit(2)}";
+
+const result = await build({
   entryPoints: [path.join(root, 'src', 'main.ts')],
   outfile,
   bundle: true,
   platform: 'node',
   target: 'node18',
   format: 'esm',
-  banner: { js: "import { createRequire as __gwCreateRequire } from 'node:module'; const require = __gwCreateRequire(import.meta.url);" },
+  banner: { js: `import { createRequire as __gwCreateRequire } from 'node:module'; ${NODE_CHECK} const require = __gwCreateRequire(import.meta.url);` },
+  metafile: true,
   minify: process.env.GATEWAYD_MINIFY !== '0',
   legalComments: 'none',
   sourcemap: false,
@@ -42,6 +51,29 @@ await build({
   ],
   logLevel: 'warning',
 });
+
+// The packages whose code is in the bundle: every metafile input under node_modules, by package.
+const packages = new Map();
+for (const input of Object.keys(result.metafile.inputs)) {
+  const m = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input.split(path.sep).join('/'));
+  if (!m) continue;
+  const dir = path.join(root, input.slice(0, m.index + m[0].length));
+  packages.set(m[1], dir);
+}
+let notices = `Third-party software bundled in gatewayd.mjs (${packages.size} npm packages), with their licences.\n`;
+for (const [name, dir] of [...packages].sort(([a], [b]) => (a < b ? -1 : 1))) {
+  const meta = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  const files = fs.readdirSync(dir).filter((f) => /^(licen[cs]e|copying|notice)/i.test(f)).sort();
+  if (files.length === 0) {
+    console.error(`${name}: no licence file in ${dir}; cannot write THIRD-PARTY-NOTICES`);
+    process.exit(1);
+  }
+  notices += `\n${'='.repeat(78)}\n${name} ${meta.version} (${meta.license ?? meta.licenses?.map((l) => l.type).join(' OR ')})\n${'='.repeat(78)}\n`;
+  for (const f of files) notices += `\n${fs.readFileSync(path.join(dir, f), 'utf8').trim()}\n`;
+}
+fs.writeFileSync(path.join(path.dirname(outfile), 'THIRD-PARTY-NOTICES'), notices);
+// GATEWAYD_METAFILE: where to keep esbuild's metafile (test/build/licences.test.ts checks the notices against it).
+if (process.env.GATEWAYD_METAFILE) fs.writeFileSync(process.env.GATEWAYD_METAFILE, JSON.stringify(result.metafile));
 
 const size = fs.statSync(outfile).size;
 console.log(`dist/gatewayd.js ${size} bytes (${(size / 1024).toFixed(1)} KB, limit ${LIMIT / 1024} KB)`);

@@ -5,7 +5,9 @@
 #   PREFIX         /usr     bundle in $PREFIX/lib/gatewayd, launcher in $PREFIX/bin
 #   SYSCONFDIR     /etc     gatewayd/gatewayd.json and init.d/gatewayd
 #   SYSTEMDUNITDIR $PREFIX/lib/systemd/system
-#   BUNDLE         dist/gatewayd.js (installed as gatewayd.mjs so it stays an ES module anywhere)
+#   BUNDLE         dist/gatewayd.js (installed as gatewayd.mjs so it stays an ES module anywhere);
+#                  the THIRD-PARTY-NOTICES the build wrote beside it go with LICENSE into
+#                  $PREFIX/share/licenses/gatewayd
 #   INIT           both | systemd | sysvinit   which service files to install (both)
 #
 # Recipes (build/yocto, build/buildroot) do the same steps with their own install helpers; keep
@@ -22,6 +24,8 @@ INIT=${INIT:-both}
 
 case $INIT in both|systemd|sysvinit) ;; *) echo "install: INIT must be both, systemd or sysvinit" >&2; exit 64 ;; esac
 [ -f "$BUNDLE" ] || { echo "install: $BUNDLE missing (make build)" >&2; exit 1; }
+NOTICES=$(dirname "$BUNDLE")/THIRD-PARTY-NOTICES
+[ -f "$NOTICES" ] || { echo "install: $NOTICES missing (make build writes it)" >&2; exit 1; }
 
 # install(1) with an explicit mode; parents 0755 whatever the umask.
 put() { # mode source target
@@ -41,6 +45,8 @@ subst() { # mode source target
 
 put 0644 "$BUNDLE" "$DESTDIR$PREFIX/lib/gatewayd/gatewayd.mjs"
 put 0755 rootfs/usr/bin/gatewayd "$DESTDIR$PREFIX/bin/gatewayd"
+put 0644 LICENSE "$DESTDIR$PREFIX/share/licenses/gatewayd/LICENSE"
+put 0644 "$NOTICES" "$DESTDIR$PREFIX/share/licenses/gatewayd/THIRD-PARTY-NOTICES"
 # An existing configuration in the staging tree is the integrator's; do not overwrite it.
 if [ -e "$DESTDIR$SYSCONFDIR/gatewayd/gatewayd.json" ]; then
   echo "install: keeping $DESTDIR$SYSCONFDIR/gatewayd/gatewayd.json"

@@ -10,6 +10,8 @@ command -v openssl >/dev/null 2>&1 || need="$need openssl"
 command -v strace >/dev/null 2>&1 || need="$need strace"
 # ... and runs the init script under BusyBox as on a BusyBox image.
 command -v busybox >/dev/null 2>&1 || need="$need busybox"
+# test/build/licences.test.ts copies a checkout the way Buildroot does, with rsync.
+command -v rsync >/dev/null 2>&1 || need="$need rsync"
 /usr/bin/python3 -c 'import pymodbus' >/dev/null 2>&1 || need="$need python3-pymodbus"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -10,11 +10,17 @@ GATEWAYD_VERSION = 0.1.0
 # Override with GATEWAYD_OVERRIDE_SRCDIR in local.mk to use another checkout.
 GATEWAYD_SITE = $(realpath $(BR2_EXTERNAL_GATEWAYD_PATH)/../..)
 GATEWAYD_SITE_METHOD = local
-GATEWAYD_LICENSE = EPL-2.0
+# Only what the image needs is copied into the build folder: never node_modules, nor a development
+# data/ folder (its private key and password hashes), nor anything else of the checkout.
+GATEWAYD_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = --include=/LICENSE --include=/dist/ --include=/dist/gatewayd.js \
+	--include=/dist/THIRD-PARTY-NOTICES --include=/rootfs/*** --exclude=*
+# The bundle contains npm packages under MIT and ISC: THIRD-PARTY-NOTICES has their texts.
+GATEWAYD_LICENSE = EPL-2.0, MIT, ISC
+GATEWAYD_LICENSE_FILES = LICENSE dist/THIRD-PARTY-NOTICES
 GATEWAYD_DEPENDENCIES = nodejs
 
 define GATEWAYD_BUILD_CMDS
-	@test -f $(@D)/dist/gatewayd.js || \
+	@test -f $(@D)/dist/gatewayd.js -a -f $(@D)/dist/THIRD-PARTY-NOTICES || \
 		{ echo "gatewayd: dist/gatewayd.js missing: run 'make build' in $(GATEWAYD_SITE)"; exit 1; }
 endef
 
@@ -22,6 +28,8 @@ endef
 define GATEWAYD_INSTALL_TARGET_CMDS
 	$(INSTALL) -D -m 0644 $(@D)/dist/gatewayd.js $(TARGET_DIR)/usr/lib/gatewayd/gatewayd.mjs
 	$(INSTALL) -D -m 0755 $(@D)/rootfs/usr/bin/gatewayd $(TARGET_DIR)/usr/bin/gatewayd
+	$(INSTALL) -D -m 0644 $(@D)/LICENSE $(TARGET_DIR)/usr/share/licenses/gatewayd/LICENSE
+	$(INSTALL) -D -m 0644 $(@D)/dist/THIRD-PARTY-NOTICES $(TARGET_DIR)/usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES
 	$(INSTALL) -D -m 0640 $(@D)/rootfs/etc/gatewayd/gatewayd.json $(TARGET_DIR)/etc/gatewayd/gatewayd.json
 endef
 

@@ -2,8 +2,12 @@ SUMMARY = "gatewayd: Kura-compatible REST, session and asset-messaging service"
 DESCRIPTION = "One bundled ES module run by the image's nodejs: REST and session API, BASIC and \
 client-certificate authentication, deployment packages, assets over Modbus TCP/RTU and GPIO, and \
 ASSET-V1 over MQTT."
-LICENSE = "EPL-2.0"
-LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/EPL-2.0;md5=2dd765ca47a05140be15ebafddbeadfe"
+# gatewayd is EPL-2.0; the bundle also contains npm packages under MIT and ISC, whose texts are in
+# THIRD-PARTY-NOTICES (written by the build from exactly what the bundle contains). A dependency
+# update changes that file: test/build/licences.test.ts then asks for the new md5 here.
+LICENSE = "EPL-2.0 & MIT & ISC"
+LIC_FILES_CHKSUM = "file://usr/share/licenses/gatewayd/LICENSE;md5=c7cc8aa73fb5717f8291fcec5ce9ed6c \
+                    file://usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES;md5=cb660623583f686cab32649f2ccdcf3d"
 
 # The prebuilt image tree, made in the gatewayd repository (README "Installing into a firmware image"):
 #   make install DESTDIR=$PWD/stage PREFIX=/usr && tar -C stage -czf gatewayd-0.1.0-image.tar.gz .
@@ -13,7 +17,8 @@ SRC_URI = "file://gatewayd-${PV}-image.tar.gz;subdir=gatewayd-tree"
 UNPACKDIR ??= "${WORKDIR}"
 S = "${UNPACKDIR}/gatewayd-tree"
 
-# JavaScript only: one package for every machine; node itself comes from meta-oe's nodejs.
+# JavaScript only: one package for every machine; node itself comes from meta-oe's nodejs, which
+# must be 18 or newer (mickledore and later; kirkstone's is 16: see conf/layer.conf).
 inherit allarch useradd systemd update-rc.d
 
 # Modbus RTU configures serial lines with stty (busybox or coreutils); the init script uses
@@ -40,6 +45,8 @@ do_install() {
     install -d ${D}${nonarch_libdir}/gatewayd ${D}${bindir} ${D}${sysconfdir}/gatewayd
     install -m 0644 ${S}/usr/lib/gatewayd/gatewayd.mjs ${D}${nonarch_libdir}/gatewayd/gatewayd.mjs
     install -m 0755 ${S}/usr/bin/gatewayd ${D}${bindir}/gatewayd
+    install -d ${D}${datadir}/licenses/gatewayd
+    install -m 0644 ${S}/usr/share/licenses/gatewayd/LICENSE ${S}/usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES ${D}${datadir}/licenses/gatewayd/
     # Readable by the service user only: it may carry MQTT credentials.
     install -m 0640 ${S}/etc/gatewayd/gatewayd.json ${D}${sysconfdir}/gatewayd/gatewayd.json
     chown root:gatewayd ${D}${sysconfdir}/gatewayd/gatewayd.json
@@ -54,5 +61,5 @@ do_install() {
     fi
 }
 
-FILES:${PN} += "${nonarch_libdir}/gatewayd ${systemd_system_unitdir}/gatewayd.service"
+FILES:${PN} += "${nonarch_libdir}/gatewayd ${systemd_system_unitdir}/gatewayd.service ${datadir}/licenses/gatewayd"
 CONFFILES:${PN} = "${sysconfdir}/gatewayd/gatewayd.json"
