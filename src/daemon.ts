@@ -16,6 +16,11 @@ import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
 import { mountIdentityApi } from './api/identity.js';
 import { MqttService } from './mqtt/service.js';
+import { MqttApplications } from './mqtt/applications.js';
+import { assetV1Family } from './mqtt/asset-v1/handler.js';
+import { familyApplication } from './core/mqtt.js';
+import { mountRest } from './core/rest.js';
+import type { Family } from './core/family.js';
 import { startDeployment } from './deploy/component.js';
 
 export interface DaemonOptions {
@@ -36,6 +41,8 @@ export class Daemon {
   readonly registry: DriverRegistry;
   readonly http: HttpServer;
   readonly assets: AssetRuntime;
+  /** The MQTT applications (ASSET-V1, …); BIRTH's application_ids. Register more at any time. */
+  readonly applications: MqttApplications;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
   private components: Component[] = [];
@@ -48,6 +55,18 @@ export class Daemon {
     this.registry = opts.registry ?? new DriverRegistry(builtinDrivers());
     this.http = new HttpServer(this.log);
     this.assets = new AssetRuntime(new DriverPool(this.registry, this.log, opts.config.dataDir), this.log);
+    this.applications = new MqttApplications();
+  }
+
+  /**
+   * Mounts a request-core family (src/core/family.ts) on REST (when it has a base path, before the
+   * listeners open) and as an MQTT application (when it has an application id, at any time).
+   */
+  mount(family: Family): void {
+    if (family.rest !== undefined) {
+      mountRest(this.http, family, { permissionsOf: (name) => this.auth?.identities.get(name)?.permissions });
+    }
+    if (family.appId !== undefined) this.applications.register(familyApplication(family, this.log));
   }
 
   /** Starts everything; resolves once every listener accepts (then logs the ready line). */
@@ -62,11 +81,12 @@ export class Daemon {
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     mountAssetsApi(this.http, { assets: this.assets, log: this.log });
+    this.mount(assetV1Family(this.assets));
     // Installed packages start (and register their drivers) before the listeners accept.
     this.components.push(await startDeployment({ server: this.http, dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, log: this.log }));
     await this.listen();
     // MQTT connects in the background: readiness does not wait for the broker (contract §5).
-    const mqtt = new MqttService({ config: cfg.mqtt, assets: this.assets, dataDir: cfg.dataDir, log: this.log });
+    const mqtt = new MqttService({ config: cfg.mqtt, assets: this.assets, applications: this.applications, dataDir: cfg.dataDir, log: this.log });
     await mqtt.start();
     this.components.push({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
     const ports = this.http.listeners().map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`).join(',');

@@ -5,12 +5,14 @@
 import type { HttpServer } from '../http/server.js';
 import { textFamily } from '../http/server.js';
 import { HttpError, type RequestContext } from '../http/context.js';
-import { mediaType, readBody } from '../http/body.js';
+import { readJsonBody } from '../http/body.js';
+import { LimitError } from '../core/errors.js';
+import { MAX_CHANNELS_PER_REQUEST, tooManyChannels } from '../core/limits.js';
 import type { Logger } from '../log.js';
 import { AssetNotFoundError, VALUE_TYPES, type AssetService, type ChannelConfig, type ChannelRecord, type TypedValue, type ValueType } from '../assets/types.js';
-import { clip, javaDoubleText, parseValueText, valueToJson } from '../assets/values.js';
-import { DRIVER_NOT_ATTACHED } from '../assets/service.js';
-import { JsonNumber, JsonSyntaxError, isJsonObject, parseExactJson, type ExactJson } from '../assets/json.js';
+import { clip, parseValueText } from '../assets/values.js';
+import { channelJson, recordJson } from '../assets/records.js';
+import { JsonNumber, isJsonObject, type ExactJson } from '../core/json.js';
 
 const BASE = '/services/assets';
 const ROLE = 'assets';
@@ -20,75 +22,20 @@ const BODY_LIMIT = 1024 * 1024;
 export const READ_HINT = 'Bad request, expected request format: { "channels": [ "channel-1", "channel-2"]}';
 export const WRITE_HINT = 'Bad request, expected request format: {"channels": [{"name": "channel-1", "type": "INTEGER", "value": 10 }]}';
 
-const NUMERIC: ValueType[] = ['INTEGER', 'LONG', 'FLOAT', 'DOUBLE'];
-
-/** Channel JSON (GET /{pid}): Kura's Channel fields in declaration order; `type` is the mode. */
-export function channelJson(c: ChannelConfig): string {
-  // Non-numeric channels ignore scale and offset, and Kura shows the defaults for them.
-  const numeric = NUMERIC.includes(c.valueType);
-  let s = `{"name":${JSON.stringify(c.name)},"type":"${c.mode}","valueType":"${c.valueType}"`;
-  s += `,"valueScale":${javaDoubleText(numeric ? c.scale : 1)},"valueOffset":${javaDoubleText(numeric ? c.offset : 0)}`;
-  if (c.unit !== undefined) s += `,"unit":${JSON.stringify(c.unit)}`;
-  return `${s},"isEnabled":${c.enabled}}`;
-}
-
-function errorText(msg: string | undefined): string {
-  if (!msg) return 'Unknown error';
-  // Kura's KuraException text for a missing driver (reference §4.3).
-  return msg === DRIVER_NOT_ATTACHED ? `Configuration Error: ${DRIVER_NOT_ATTACHED}` : msg;
-}
-
 /**
- * ChannelRecord JSON in Kura's field order: channelStatus, name, valueType, value, timestamp, unit.
- * Failures carry `channelFlag` and `exceptionMessage` (contract §4: no serialised Java exception).
- * Records the asset refused before the driver carry neither valueType nor unit, as in Kura.
- * `echo` (writes): Kura answers with the request's own type and value, and no unit.
- */
-export function recordJson(r: ChannelRecord, echo?: TypedValue): string {
-  const status =
-    r.status === 'SUCCESS'
-      ? '{"channelFlag":"SUCCESS"}'
-      : `{"channelFlag":"FAILURE","exceptionMessage":${JSON.stringify(errorText(r.error))}}`;
-  let s = `{"channelStatus":${status},"name":${JSON.stringify(r.name)}`;
-  if (echo) {
-    s += `,"valueType":"${echo.type}","value":${valueToJson(echo)},"timestamp":${r.timestamp}`;
-    return s + '}';
-  }
-  if (!r.refused) s += `,"valueType":"${r.valueType}"`;
-  if (r.value !== undefined) s += `,"value":${valueToJson(r.value)}`;
-  s += `,"timestamp":${r.timestamp}`;
-  if (r.unit !== undefined && !r.refused) s += `,"unit":${JSON.stringify(r.unit)}`;
-  return s + '}';
-}
-
-/**
- * Reads the JSON body for a POST. Kura's `@Consumes(application/json)` gives 415 for another
- * declared type; a missing type is accepted (curl -d). An empty body is Gson's null object, which
- * the resource answers with its hint. Malformed JSON is 400 naming the problem (contract §4).
+ * Reads the JSON body for a POST through the one reader (415 without `application/json`, 400 for
+ * malformed JSON, contract §4). An empty body is Gson's null object, which the resource answers with
+ * its hint.
  */
 async function readRequest(ctx: RequestContext, hint: string): Promise<{ [key: string]: ExactJson }> {
-  const mt = mediaType(ctx);
-  if (mt !== '' && mt !== 'application/json' && !mt.endsWith('+json')) {
-    ctx.req.resume();
-    throw new HttpError(415, `Unsupported content type ${JSON.stringify(mt)}: expected application/json`);
-  }
-  const buf = await readBody(ctx, BODY_LIMIT);
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
-  } catch {
-    throw new HttpError(400, 'Request body is not valid UTF-8');
-  }
-  if (text.trim() === '') throw new HttpError(400, hint);
-  let body: ExactJson;
-  try {
-    body = parseExactJson(text);
-  } catch (err) {
-    if (err instanceof JsonSyntaxError) throw new HttpError(400, `Malformed JSON: ${err.message}`);
-    throw err;
-  }
-  if (!isJsonObject(body)) throw new HttpError(400, hint);
+  const body = (await readJsonBody(ctx, { limit: BODY_LIMIT, exact: true })) as ExactJson | undefined;
+  if (body === undefined || !isJsonObject(body)) throw new HttpError(400, hint);
   return body;
+}
+
+/** Channels one request may name (issue: a list of 99,000 names must not take the daemon down). */
+function checkChannelCount(n: number): void {
+  if (n > MAX_CHANNELS_PER_REQUEST) throw new LimitError(400, tooManyChannels(n));
 }
 
 /** Gson's coercion of a JSON scalar into a String field: numbers and booleans keep their literal text. */
@@ -103,6 +50,7 @@ function scalarText(v: ExactJson | undefined): string | undefined {
 export function parseReadRequest(body: { [key: string]: ExactJson }): string[] {
   const list = body.channels;
   if (!Array.isArray(list)) throw new HttpError(400, READ_HINT);
+  checkChannelCount(list.length);
   const names: string[] = [];
   for (const item of list) {
     const name = scalarText(item);
@@ -125,6 +73,7 @@ export interface WriteItem {
 export function parseWriteRequest(body: { [key: string]: ExactJson }): WriteItem[] {
   const list = body.channels;
   if (!Array.isArray(list)) throw new HttpError(400, WRITE_HINT);
+  checkChannelCount(list.length);
   const entries = list.map((item) => {
     if (!isJsonObject(item)) throw new HttpError(400, WRITE_HINT);
     const name = scalarText(item.name);

@@ -12,7 +12,7 @@ import type { HttpServer } from '../http/server.js';
 import { textFamily } from '../http/server.js';
 import { HttpError, storageError, type RequestContext } from '../http/context.js';
 import { isPlainObject } from '../config/schema.js';
-import { mediaType, readJson } from '../http/body.js';
+import { mediaType, readJsonBody } from '../http/body.js';
 import type { Logger } from '../log.js';
 import type { DeploymentService } from '../deploy/service.js';
 import { UrlRefusedError, redactUrl } from '../deploy/fetch.js';
@@ -78,11 +78,8 @@ export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentSer
 
 /** The `url` of an InstallRequest body; `undefined` when absent. Malformed JSON is 400 (contract §4). */
 async function urlOf(ctx: RequestContext): Promise<unknown> {
-  const body = await readJson(ctx, { requireJsonType: true, allowMissingType: true }).catch((err) => {
-    // A missing body is Kura's `Bad request` (its null-request check), not the generic message.
-    if (err instanceof HttpError && err.message === 'Request body is missing') throw new HttpError(400, 'Bad request');
-    throw err;
-  });
+  // A missing body is Kura's `Bad request` (its null-request check), not the generic message.
+  const body = await readJsonBody(ctx);
   if (!isPlainObject(body)) throw new HttpError(400, 'Bad request');
   return body.url === null ? undefined : body.url;
 }

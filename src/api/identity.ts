@@ -59,7 +59,7 @@ function changes(o: Record<string, unknown>): IdentityChanges {
 export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
   const family = jsonFamily('identity');
   const route = (method: string, path: string, h: (ctx: RequestContext) => Promise<void> | void, role?: string) => server.route(method, `${BASE}${path}`, family, h, role);
-  const body = async (ctx: RequestContext) => object(await readJson(ctx, { requireJsonType: true, limit: 64 * 1024 }));
+  const body = async (ctx: RequestContext) => object(await readJson(ctx, { limit: 64 * 1024 }));
   const notFound = () => new HttpError(404, 'Identity does not exist');
   const defined = () => {
     const all = new Set(KNOWN_PERMISSIONS);

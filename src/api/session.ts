@@ -52,7 +52,7 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
   route('POST', '/login/password', async (ctx) => {
     if (!auth.sessionsEnabled || !auth.passwordEnabled) throw notFound();
     // Contract §4: malformed or missing JSON is a 400 naming the problem (Kura: 500).
-    const body = await readJson(ctx, { requireJsonType: true, limit: 16 * 1024 });
+    const body = await readJson(ctx, { limit: 16 * 1024 });
     const username = field(body, 'username');
     const password = field(body, 'password');
     if (username === undefined || password === undefined) throw new HttpError(400, MSG.loginFields);

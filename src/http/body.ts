@@ -1,7 +1,8 @@
-// Request bodies: bounded reading (413), content-type checks (415) and strict JSON (400).
+// Request bodies: bounded reading (413), the JSON content type (415) and strict JSON (400).
 
 import type { RequestContext } from './context.js';
 import { HttpError } from './context.js';
+import { readJsonBytes } from '../core/json.js';
 
 export const DEFAULT_JSON_LIMIT = 1024 * 1024;
 
@@ -47,6 +48,12 @@ export function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
   });
 }
 
+/** Whether the request announces a body (RFC 9112 §6.3: Transfer-Encoding or a non-zero Content-Length). */
+function hasBody(ctx: RequestContext): boolean {
+  const h = ctx.req.headers;
+  return h['transfer-encoding'] !== undefined || (h['content-length'] !== undefined && h['content-length'] !== '0');
+}
+
 /** The media type of the request without parameters, lower case ('' when absent). */
 export function mediaType(ctx: RequestContext): string {
   const ct = ctx.header('content-type');
@@ -56,43 +63,32 @@ export function mediaType(ctx: RequestContext): string {
 
 export interface JsonOptions {
   limit?: number;
-  /**
-   * Require `application/json` (415 otherwise). Kura's `@Consumes(application/json)` endpoints do;
-   * a missing content type is accepted when `allowMissingType` (curl -d without -H).
-   */
-  requireJsonType?: boolean;
-  allowMissingType?: boolean;
+  /** Keep number texts (src/core/json.ts parseExactJson), e.g. for exact LONG values. */
+  exact?: boolean;
 }
 
 /**
- * Reads and parses a JSON body strictly (RFC 8259; Kura's lenient single quotes are refused).
- * Empty body → 400 `Request body is missing`. Never returns undefined.
+ * The JSON body of a request, through the one reader (src/core/json.ts): `Content-Type` must be
+ * `application/json` (or `+json`), else 415, a missing type included — a form post from another
+ * site (cross-site request forgery with a browser's cached BASIC credentials) carries none or
+ * `text/plain`. Then the bounded body, strict UTF-8 and strict JSON (RFC 8259; Kura's lenient single
+ * quotes are refused). Undefined for an empty body: the caller answers it (usually 400).
+ * A request without any body needs no type.
  */
-export async function readJson(ctx: RequestContext, opts: JsonOptions = {}): Promise<unknown> {
-  if (opts.requireJsonType) {
-    const mt = mediaType(ctx);
-    const ok = mt === 'application/json' || mt.endsWith('+json') || (mt === '' && opts.allowMissingType !== false);
-    if (!ok) {
-      ctx.req.resume();
-      throw new HttpError(415, `Unsupported content type ${JSON.stringify(mt)}: expected application/json`);
-    }
+export async function readJsonBody(ctx: RequestContext, opts: JsonOptions = {}): Promise<unknown> {
+  const mt = mediaType(ctx);
+  // No body at all and no type: nothing to refuse, the caller answers the missing body.
+  if (mt === '' && !hasBody(ctx)) return undefined;
+  if (mt !== 'application/json' && !mt.endsWith('+json')) {
+    ctx.req.resume();
+    throw new HttpError(415, mt === '' ? 'Content-Type application/json is required' : `Unsupported content type ${JSON.stringify(mt)}: expected application/json`);
   }
-  const buf = await readBody(ctx, opts.limit ?? DEFAULT_JSON_LIMIT);
-  return parseJsonBody(buf);
+  return readJsonBytes(await readBody(ctx, opts.limit ?? DEFAULT_JSON_LIMIT), opts);
 }
 
-/** Strict JSON parse of a body buffer with a clear 400 for every kind of malformed input. */
-export function parseJsonBody(buf: Buffer): unknown {
-  if (buf.length === 0 || buf.toString('utf8').trim() === '') throw new HttpError(400, 'Request body is missing');
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
-  } catch {
-    throw new HttpError(400, 'Request body is not valid UTF-8');
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new HttpError(400, `Malformed JSON: ${(err as Error).message}`);
-  }
+/** readJsonBody, with an empty body refused: 400 `Request body is missing`. Never returns undefined. */
+export async function readJson(ctx: RequestContext, opts: JsonOptions = {}): Promise<unknown> {
+  const v = await readJsonBody(ctx, opts);
+  if (v === undefined) throw new HttpError(400, 'Request body is missing');
+  return v;
 }

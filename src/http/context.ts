@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket, PeerCertificate } from 'node:tls';
 import type { Params } from './router.js';
+import { RequestError } from '../core/errors.js';
 
 /** Who the request was authenticated as, and how. */
 export interface Principal {
@@ -20,21 +21,15 @@ export interface ListenerInfo {
 
 /**
  * Thrown by handlers (and body readers) to answer with a status; the API family decides the body.
- * It is an answer, not a fault: no stack trace is captured (that cost about as much as the rest of
- * a 404), and none is ever shown.
+ * A RequestError (src/core/errors.ts) with HTTP extras; like it, it captures no stack trace.
  */
-export class HttpError extends Error {
-  readonly status: number;
+export class HttpError extends RequestError {
   /** A bodiless error (Kura's Jersey-generated 404/405/403): the family policy sends no entity. */
   readonly bodiless: boolean;
   readonly headers: Record<string, string>;
 
   constructor(status: number, message: string, bodiless = false, headers: Record<string, string> = {}) {
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    super(message);
-    Error.stackTraceLimit = limit;
-    this.status = status;
+    super(status, message);
     this.bodiless = bodiless;
     this.headers = headers;
   }

@@ -9,6 +9,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
 import { Router, decodePath } from './router.js';
+import { RequestError } from '../core/errors.js';
 import { HttpError, RequestContext, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -210,6 +211,9 @@ export class HttpServer {
     let httpErr: HttpError;
     if (err instanceof HttpError) {
       httpErr = err;
+    } else if (err instanceof RequestError) {
+      // A request-core error (src/core/errors.ts): no detail means a bare status.
+      httpErr = new HttpError(err.status, err.detail ?? '', err.detail === undefined);
     } else {
       // Never a stack trace to the client; one log line with the route for the operator.
       this.log.error('request failed', { method: ctx.method, path: ctx.path, error: (err as Error)?.message ?? String(err) });

@@ -21,17 +21,23 @@ import path from 'node:path';
 import type { AssetService, ChannelRecord } from '../assets/types.js';
 import type { Logger } from '../log.js';
 import { VERSION } from '../version.js';
-import { AssetV1Handler } from './asset-v1/handler.js';
+import { assetV1Family } from './asset-v1/handler.js';
+import { MqttApplications } from './applications.js';
+import { Envelope } from './envelope.js';
+import { familyApplication } from '../core/mqtt.js';
 import { MqttClient, MqttError, type MqttMessage } from './client.js';
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { Outbox, type OutboxMessage, type OutboxStats } from './outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { Telemetry, encodeTelemetry } from './telemetry.js';
+import type { Reply } from './envelope.js';
 
 export interface MqttServiceOptions {
   config: MqttConfig;
   assets: AssetService;
+  /** The MQTT applications to serve (the daemon's registry); default: ASSET-V1 over `assets`. */
+  applications?: MqttApplications;
   dataDir: string;
   log: Logger;
   /** Tuning for tests; production uses the defaults. */
@@ -54,7 +60,10 @@ export class MqttService {
   private config: MqttConfig;
   private readonly log: Logger;
   private client?: MqttClient;
-  private handler?: AssetV1Handler;
+  private envelope?: Envelope;
+  /** Application ids subscribed on the current client. */
+  private subscribed = new Set<string>();
+  readonly applications: MqttApplications;
   private telemetry?: Telemetry;
   private outbox?: Outbox;
   private handed = new Set<bigint>();
@@ -66,6 +75,9 @@ export class MqttService {
   constructor(private readonly opts: MqttServiceOptions) {
     this.config = opts.config;
     this.log = opts.log.child({ component: 'mqtt' });
+    this.applications = opts.applications ?? new MqttApplications();
+    if (!opts.applications) this.applications.register(familyApplication(assetV1Family(opts.assets), this.log));
+    this.applications.onChange(() => this.syncSubscriptions());
   }
 
   async start(): Promise<void> {
@@ -179,17 +191,13 @@ export class MqttService {
     const base = this.topicBase();
     const tlsMaterial = this.readTls();
     if (!tlsMaterial) return;
-    const handler = new AssetV1Handler(
-      this.opts.assets,
-      {
-        prefix: c['topic.control-prefix'],
-        account: c['topic.context.account-name'],
-        clientId: c['client-id'],
-        encoding: c['payload.encoding'],
-        gzip: this.gzip,
-      },
-      this.log,
-    );
+    const envelope = new Envelope({
+      prefix: c['topic.control-prefix'],
+      account: c['topic.context.account-name'],
+      clientId: c['client-id'],
+      encoding: c['payload.encoding'],
+      gzip: this.gzip,
+    });
     const lwt: MqttMessage = { topic: `${base}/MQTT/LWT`, payload: this.lifecyclePayload([]), qos: 0 };
     let client: MqttClient;
     try {
@@ -215,11 +223,12 @@ export class MqttService {
       this.log.error('mqtt not started', { key, error: (err as Error).message });
       return;
     }
-    client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, handler, topic, payload));
+    client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, envelope, topic, payload));
     this.client = client;
-    this.handler = handler;
+    this.envelope = envelope;
     this.cursor = undefined;
-    client.subscribe(handler.envelope.subscription, 1).catch((err) => this.log.warn('mqtt subscribe failed', { error: (err as Error).message }));
+    this.subscribed.clear();
+    this.syncSubscriptions();
     client.start();
     this.pump();
   }
@@ -231,29 +240,49 @@ export class MqttService {
       { name: 'display_name', type: 'STRING', value: 'gatewayd' },
       { name: 'application_framework', type: 'STRING', value: 'gatewayd' },
       { name: 'application_framework_version', type: 'STRING', value: VERSION },
-      { name: 'application_ids', type: 'STRING', value: 'ASSET-V1' },
+      { name: 'application_ids', type: 'STRING', value: this.applications.ids().join(',') },
       { name: 'payload_encoding', type: 'STRING', value: c['payload.encoding'] },
       this.uptime(),
     ];
   }
 
-  private onMessage(client: MqttClient, handler: AssetV1Handler, topic: string, payload: Buffer): void {
+  /** One subscription per application id (Kura subscribes per cloudlet), added and removed at run time. */
+  private syncSubscriptions(): void {
+    const client = this.client;
+    const envelope = this.envelope;
+    if (!client || !envelope) return;
+    const ids = new Set(this.applications.ids());
+    const failed = (err: unknown) => this.log.warn('mqtt subscribe failed', { error: (err as Error).message });
+    for (const id of ids) {
+      if (this.subscribed.has(id)) continue;
+      this.subscribed.add(id);
+      client.subscribe(envelope.subscription(id), 1).catch(failed);
+    }
+    for (const id of this.subscribed) {
+      if (ids.has(id)) continue;
+      this.subscribed.delete(id);
+      client.unsubscribe(envelope.subscription(id)).catch(failed);
+    }
+  }
+
+  private onMessage(client: MqttClient, envelope: Envelope, topic: string, payload: Buffer): void {
     if (payload.length > MAX_REQUEST_BYTES) {
-      this.log.warn('ASSET-V1 request dropped: payload too large', { topic, bytes: payload.length, limit: MAX_REQUEST_BYTES });
+      this.log.warn('MQTT request dropped: payload too large', { topic, bytes: payload.length, limit: MAX_REQUEST_BYTES });
       return;
     }
     if (this.activeRequests >= MAX_CONCURRENT_REQUESTS) {
-      this.log.warn('ASSET-V1 request dropped: too many requests in progress', { topic, limit: MAX_CONCURRENT_REQUESTS });
+      this.log.warn('MQTT request dropped: too many requests in progress', { topic, limit: MAX_CONCURRENT_REQUESTS });
       return;
     }
     this.activeRequests++;
-    handler
-      .handle(topic, payload)
+    // Replies and notifications are QoS 0, retain false, as Kura publishes them.
+    const send = (r: Reply) => client.publish(r.topic, r.payload, { qos: 0 });
+    this.applications
+      .dispatch(envelope, topic, payload, (r) => void send(r).catch(() => {}), this.log)
       .then(async (reply) => {
-        // Replies are QoS 0, retain false, as Kura publishes them.
-        if (reply) await client.publish(reply.topic, reply.payload, { qos: 0 });
+        if (reply) await send(reply);
       })
-      .catch((err) => this.log.warn('ASSET-V1 reply not sent', { topic, error: (err as Error).message }))
+      .catch((err) => this.log.warn('MQTT reply not sent', { topic, error: (err as Error).message }))
       .finally(() => this.activeRequests--);
   }
 
@@ -307,7 +336,7 @@ export class MqttService {
   private async disconnect(): Promise<void> {
     const client = this.client;
     this.client = undefined;
-    this.handler = undefined;
+    this.envelope = undefined;
     if (client) await client.end();
     this.handed.clear();
     this.cursor = undefined;

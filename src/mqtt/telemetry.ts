@@ -9,8 +9,7 @@
 
 import type { AssetService, ChannelRecord, TypedValue } from '../assets/types.js';
 import type { Logger } from '../log.js';
-import { readEntry } from './asset-v1/channel-entry.js';
-import { kuraErrorText } from './asset-v1/channel-entry.js';
+import { kuraErrorText, readEntry } from '../assets/records.js';
 import type { PayloadEncoding } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';

@@ -1,7 +1,7 @@
 // The channel model's value conversions, as tables: exact JSON, Kura's text parsing, REST output
 // text, scale/offset with Kura's truncation, and write conversions.
 import t from 'tap';
-import { JsonNumber, parseExactJson } from '../../src/assets/json.js';
+import { JsonNumber, parseExactJson } from '../../src/core/json.js';
 import {
   convertValue, fromJsonValue, javaDoubleText, javaFloatText, parseValueText, valueText, valueToJson,
 } from '../../src/assets/values.js';

@@ -131,7 +131,7 @@ export class Requester {
   async start(): Promise<void> {
     this.client.start();
     await until(() => this.client.isConnected, 5000, 'requester connect');
-    await this.client.subscribe(`$EDC/${this.account}/${this.id}/ASSET-V1/REPLY/#`, 1);
+    await this.client.subscribe(`$EDC/${this.account}/${this.id}/+/REPLY/#`, 1);
   }
 
   nextId(): string {
@@ -143,7 +143,7 @@ export class Requester {
     device: string,
     methodResource: string,
     body: string | Buffer | undefined,
-    opts: { encoding?: 'kura-protobuf' | 'simple-json'; metrics?: KuraMetric[]; raw?: Buffer; wait?: number; requestId?: string } = {},
+    opts: { encoding?: 'kura-protobuf' | 'simple-json'; metrics?: KuraMetric[]; raw?: Buffer; wait?: number; requestId?: string; app?: string } = {},
   ): Promise<Reply | undefined> {
     const rid = opts.requestId ?? this.nextId();
     const p: KuraPayload = {
@@ -155,14 +155,14 @@ export class Requester {
     };
     if (body !== undefined) p.body = Buffer.isBuffer(body) ? body : Buffer.from(body);
     const payload = opts.raw ?? (opts.encoding === 'simple-json' ? encodeSimpleJsonPayload(p) : encodeKuraPayload(p));
-    await this.client.publish(`$EDC/${this.account}/${device}/ASSET-V1/${methodResource}`, payload, { qos: 1 });
+    await this.client.publish(`$EDC/${this.account}/${device}/${opts.app ?? 'ASSET-V1'}/${methodResource}`, payload, { qos: 1 });
     return this.await(rid, opts.wait ?? 5000, opts.encoding ?? 'kura-protobuf');
   }
 
   /** Sends a bare-JSON request (requester and request id as topic levels). */
-  async json(device: string, methodResource: string, body: string | undefined, wait = 5000): Promise<Reply | undefined> {
+  async json(device: string, methodResource: string, body: string | undefined, wait = 5000, app = 'ASSET-V1'): Promise<Reply | undefined> {
     const rid = this.nextId();
-    await this.client.publish(`$EDC/${this.account}/${device}/ASSET-V1/${methodResource}/${this.id}/${rid}`, Buffer.from(body ?? ''), { qos: 1 });
+    await this.client.publish(`$EDC/${this.account}/${device}/${app}/${methodResource}/${this.id}/${rid}`, Buffer.from(body ?? ''), { qos: 1 });
     return this.await(rid, wait, 'json');
   }
 
@@ -175,8 +175,9 @@ export class Requester {
     const { topic, payload } = this.replies.get(rid)!;
     if (encoding === 'json') {
       const text = payload.toString();
-      const obj = JSON.parse(text);
-      if (!Array.isArray(obj)) return { code: obj['response.code'], message: obj['response.exception.message'], raw: payload, topic, metrics: [] };
+      const obj = text === '' ? undefined : JSON.parse(text);
+      // An error is an object with `response.code`; anything else is a success body.
+      if (obj !== null && typeof obj === 'object' && 'response.code' in obj) return { code: obj['response.code'], message: obj['response.exception.message'], body: text, raw: payload, topic, metrics: [] };
       return { code: 200, body: text, raw: payload, topic, metrics: [] };
     }
     let kp: KuraPayload;

@@ -1,10 +1,11 @@
-// EXEC/read (reference §3.2). Values are strings, BYTE_ARRAY base64, failures are per-channel
+// EXEC/read (docs/mqtt.md). Values are strings, BYTE_ARRAY base64, failures are per-channel
 // `error` entries with response code 200. Assets are read concurrently, so a slow device delays only
 // the reply that includes it.
 
 import { AssetNotFoundError, type AssetService } from '../../assets/types.js';
-import { badRequest, isObject, parseBody } from './envelope.js';
-import { errorEntry, readEntry, type ChannelEntry } from './channel-entry.js';
+import { RequestError } from '../../core/errors.js';
+import { errorEntry, readEntry, type ChannelEntry } from '../../assets/records.js';
+import { checkChannels, checkElements, isObject } from './limits.js';
 
 export interface ReadRequest {
   name: string;
@@ -18,17 +19,19 @@ export interface AssetResult {
   error?: string;
 }
 
-export function parseReadBody(body: Buffer | undefined): ReadRequest[] | undefined {
-  const json = parseBody(body);
+export function parseReadBody(json: unknown): ReadRequest[] | undefined {
   if (json === undefined) return undefined;
-  if (!Array.isArray(json)) throw badRequest('Expected a JSON array of {"name": <asset>, "channels": [{"name": <channel>}]} objects.');
+  if (!Array.isArray(json)) throw new RequestError(400, 'Expected a JSON array of {"name": <asset>, "channels": [{"name": <channel>}]} objects.');
+  checkElements(json.length);
+  let total = 0;
   const out = json.map((el, i): ReadRequest => {
-    if (!isObject(el) || typeof el.name !== 'string') throw badRequest(`Element ${i} is not an object with a string "name".`);
+    if (!isObject(el) || typeof el.name !== 'string') throw new RequestError(400, `Element ${i} is not an object with a string "name".`);
     if (el.channels === undefined) return { name: el.name };
-    if (!Array.isArray(el.channels)) throw badRequest(`"channels" of asset ${el.name} is not an array.`);
-    const names = el.channels.map((c, j) => {
+    if (!Array.isArray(el.channels)) throw new RequestError(400, `"channels" of asset ${el.name} is not an array.`);
+    checkChannels((total += el.channels.length));
+    const names = el.channels.map((c: unknown, j: number) => {
       if (!isObject(c) || typeof c.name !== 'string') {
-        throw badRequest(`Channel ${j} of asset ${el.name} is not an object with a string "name".`);
+        throw new RequestError(400, `Channel ${j} of asset ${el.name} is not an object with a string "name".`);
       }
       return c.name;
     });
@@ -53,6 +56,9 @@ async function readOne(assets: AssetService, req: ReadRequest, all: boolean): Pr
 }
 
 export async function execRead(assets: AssetService, reqs: ReadRequest[] | undefined): Promise<AssetResult[]> {
+  // No body: every asset, as configured (bounded by the configuration, not by the requester).
   if (reqs === undefined) return Promise.all(assets.list().map((name) => readOne(assets, { name }, true)));
+  // An element without channels reads its whole asset: count those channels too.
+  checkChannels(reqs.reduce((n, r) => n + (r.channels && r.channels.length > 0 ? r.channels.length : Math.max(1, assets.get(r.name)?.channels.length ?? 0)), 0));
   return Promise.all(reqs.map((r) => readOne(assets, r, false)));
 }

@@ -1,8 +1,9 @@
-// GET/assets: asset metadata (reference §3.2). Note the naming: here `type` is the value type and
+// GET/assets: asset metadata (docs/mqtt.md). Note the naming: here `type` is the value type and
 // `mode` the channel mode, the opposite of the REST API. Every channel is listed, disabled ones too.
 
 import type { AssetService } from '../../assets/types.js';
-import { badRequest, isObject, parseBody } from './envelope.js';
+import { RequestError } from '../../core/errors.js';
+import { checkElements, isObject } from './limits.js';
 
 export interface AssetMetadata {
   name: string;
@@ -10,13 +11,13 @@ export interface AssetMetadata {
   error?: string;
 }
 
-/** Empty body or `[]`: every asset; `[{"name":…},…]`: those, in request order, duplicates kept. */
-export function parseGetAssetsBody(body: Buffer | undefined): string[] | undefined {
-  const json = parseBody(body);
+/** No body or `[]`: every asset; `[{"name":…},…]`: those, in request order, duplicates kept. */
+export function parseGetAssetsBody(json: unknown): string[] | undefined {
   if (json === undefined) return undefined;
-  if (!Array.isArray(json)) throw badRequest('Expected a JSON array of {"name": <asset>} objects.');
+  if (!Array.isArray(json)) throw new RequestError(400, 'Expected a JSON array of {"name": <asset>} objects.');
+  checkElements(json.length);
   const names = json.map((el, i) => {
-    if (!isObject(el) || typeof el.name !== 'string') throw badRequest(`Element ${i} is not an object with a string "name".`);
+    if (!isObject(el) || typeof el.name !== 'string') throw new RequestError(400, `Element ${i} is not an object with a string "name".`);
     return el.name;
   });
   return names.length === 0 ? undefined : names;

@@ -1,8 +1,32 @@
-// Strict JSON (RFC 8259) that keeps every number's source text, so a LONG such as
+// The one reader of JSON request bodies (bytes → UTF-8 → JSON, REST and MQTT alike), and a strict
+// JSON (RFC 8259) tokenizer that keeps every number's source text, so a LONG such as
 // 9223372036854775807 reaches BigInt without passing through a double (JSON.parse would round it
 // to 9223372036854775808). Node 18/20 have no JSON.parse source-text access, hence this tokenizer.
 // Gson turns a JSON number sent to a String field into its literal text (`1.50` stays "1.50",
 // reference §0); keeping the text lets the asset API do the same.
+
+import { RequestError } from './errors.js';
+
+/**
+ * Decodes a request body: strict UTF-8, then strict JSON (`exact` keeps number texts, see
+ * parseExactJson). Undefined for an empty or blank body (the caller decides whether that is an
+ * error); RequestError 400 naming the problem otherwise.
+ */
+export function readJsonBytes(buf: Buffer | undefined, opts: { exact?: boolean } = {}): unknown {
+  if (buf === undefined || buf.length === 0) return undefined;
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
+  } catch {
+    throw new RequestError(400, 'Request body is not valid UTF-8');
+  }
+  if (text.trim() === '') return undefined;
+  try {
+    return opts.exact ? parseExactJson(text) : JSON.parse(text);
+  } catch (err) {
+    throw new RequestError(400, `Malformed JSON: ${(err as Error).message}`);
+  }
+}
 
 /** A JSON number as written in the source. */
 export class JsonNumber {

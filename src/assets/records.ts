@@ -1,0 +1,78 @@
+// Kura's record formats, in one place: the REST ChannelRecord and Channel JSON (assets REST API) and
+// the ASSET-V1 channel entry (EXEC/read and EXEC/write replies, telemetry), with Kura's error texts.
+//
+// ASSET-V1 entry: success {"name","timestamp","value":"<text>","type"[,"unit"]}, failure
+// {"name","timestamp","error"}.
+
+import type { ChannelConfig, ChannelRecord, TypedValue, ValueType } from './types.js';
+import { DRIVER_NOT_ATTACHED } from './service.js';
+import { javaDoubleText, valueText, valueToJson } from './values.js';
+export interface ChannelEntry {
+  name: string;
+  timestamp: number;
+  value?: string;
+  type?: string;
+  unit?: string;
+  error?: string;
+}
+
+/** A failure's message as Kura words it: a missing driver is its KuraException text. */
+export function kuraErrorText(msg: string | undefined): string {
+  if (!msg) return 'Unknown error';
+  return msg === DRIVER_NOT_ATTACHED ? `Configuration Error: ${DRIVER_NOT_ATTACHED}` : msg;
+}
+
+/** Timestamps are never 0: Kura substitutes the current time. */
+export function stamp(ts: number | undefined): number {
+  return ts && ts > 0 ? ts : Date.now();
+}
+
+export function readEntry(r: ChannelRecord): ChannelEntry {
+  if (r.status === 'SUCCESS' && r.value !== undefined) {
+    const e: ChannelEntry = { name: r.name, timestamp: stamp(r.timestamp), value: valueText(r.value), type: r.value.type };
+    // `unit` only when non-blank.
+    if (r.unit !== undefined && r.unit.trim() !== '') e.unit = r.unit;
+    return e;
+  }
+  return { name: r.name, timestamp: stamp(r.timestamp), error: kuraErrorText(r.error) };
+}
+
+export function errorEntry(name: string, message: string | undefined): ChannelEntry {
+  return { name, timestamp: Date.now(), error: kuraErrorText(message) };
+}
+
+const NUMERIC: ValueType[] = ['INTEGER', 'LONG', 'FLOAT', 'DOUBLE'];
+
+/** Channel JSON (GET /{pid}): Kura's Channel fields in declaration order; `type` is the mode. */
+export function channelJson(c: ChannelConfig): string {
+  // Non-numeric channels ignore scale and offset, and Kura shows the defaults for them.
+  const numeric = NUMERIC.includes(c.valueType);
+  let s = `{"name":${JSON.stringify(c.name)},"type":"${c.mode}","valueType":"${c.valueType}"`;
+  s += `,"valueScale":${javaDoubleText(numeric ? c.scale : 1)},"valueOffset":${javaDoubleText(numeric ? c.offset : 0)}`;
+  if (c.unit !== undefined) s += `,"unit":${JSON.stringify(c.unit)}`;
+  return `${s},"isEnabled":${c.enabled}}`;
+}
+
+/**
+ * ChannelRecord JSON in Kura's field order: channelStatus, name, valueType, value, timestamp, unit.
+ * Failures carry `channelFlag` and `exceptionMessage` (contract §4: no serialised Java exception).
+ * Records the asset refused before the driver carry neither valueType nor unit, as in Kura.
+ * `echo` (writes): Kura answers with the request's own type and value, and no unit.
+ */
+export function recordJson(r: ChannelRecord, echo?: TypedValue): string {
+  const status =
+    r.status === 'SUCCESS'
+      ? '{"channelFlag":"SUCCESS"}'
+      : `{"channelFlag":"FAILURE","exceptionMessage":${JSON.stringify(kuraErrorText(r.error))}}`;
+  let s = `{"channelStatus":${status},"name":${JSON.stringify(r.name)}`;
+  if (echo) {
+    s += `,"valueType":"${echo.type}","value":${valueToJson(echo)},"timestamp":${r.timestamp}`;
+    return s + '}';
+  }
+  if (!r.refused) s += `,"valueType":"${r.valueType}"`;
+  if (r.value !== undefined) s += `,"value":${valueToJson(r.value)}`;
+  s += `,"timestamp":${r.timestamp}`;
+  if (r.unit !== undefined && !r.refused) s += `,"unit":${JSON.stringify(r.unit)}`;
+  return s + '}';
+}
+

@@ -1,0 +1,50 @@
+// The one error type of request handlers, whatever carries the request (REST or MQTT), and the one
+// place where an error becomes what a Kura client expects to see.
+//
+// A handler throws `RequestError(status, detail)`; the front end formats it by the family's style:
+//   'json'   REST `{"message": detail}` (Kura's JAX-RS services: session, configuration/v2, …);
+//            over MQTT `response.code` = status and the same JSON as the body, no
+//            `response.exception.message` (Kura's JaxRsRequestHandlerProxy);
+//   'text'   REST `text/plain` detail (Kura's deploy/v2 and assets services);
+//   'native' MQTT only, Kura's native applications (ASSET-V1, DEPLOY-V2): `response.code` and, when
+//            there is a detail, `response.exception.message` = KuraException text (`Bad request. …`).
+// HttpError (src/http/context.ts) is a RequestError, so everything the HTTP layer throws (body
+// limits, 415, 507) reaches MQTT handlers as the same type.
+
+export type ErrorStyle = 'json' | 'text' | 'native';
+
+export class RequestError extends Error {
+  readonly status: number;
+  /** What the client is told; undefined for a bare status (Kura's message-less errors). */
+  readonly detail: string | undefined;
+
+  constructor(status: number, detail?: string) {
+    // An answer, not a fault: no stack trace is captured (it costs as much as the answer).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(detail ?? `status ${status}`);
+    Error.stackTraceLimit = limit;
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+/** Something a request asked for is beyond a bound of the daemon (too many channels, a reply too big). */
+export class LimitError extends RequestError {}
+
+/** Kura's OPERATION_NOT_SUPPORTED for a method a handler does not implement (`Operation put not supported.`). */
+export function notSupported(method: string): RequestError {
+  const verb = method === 'DEL' || method === 'DELETE' ? 'delete' : method.toLowerCase();
+  return new RequestError(500, `Operation ${verb} not supported.`);
+}
+
+/** The reply of an MQTT application for an error, in the family's style (see the header). */
+export function mqttError(style: ErrorStyle, err: RequestError): { code: number; message?: string; body?: string } {
+  if (style === 'native') {
+    if (err.detail === undefined) return { code: err.status };
+    // KuraException BAD_REQUEST reads `Bad request. {0}`; we name the problem instead of `{0}`.
+    const message = err.status === 400 && !err.detail.startsWith('Bad request.') ? `Bad request. ${err.detail}` : err.detail;
+    return { code: err.status, message };
+  }
+  return { code: err.status, body: JSON.stringify({ message: err.detail ?? 'An internal error occurred' }) };
+}

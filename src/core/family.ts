@@ -1,0 +1,125 @@
+// The request-handler core: a resource family is written once, as handlers over a neutral request,
+// and mounted on the HTTP router, as an MQTT application, or both — as Kura's request handlers are
+// (a JAX-RS service reached over REST and, through its REST-over-MQTT proxy, as `CONF-V2` & co.).
+//
+// ## Adding a family
+//
+//     export const configurationFamily = (svc: ConfigService): Family => ({
+//       name: 'configuration/v2',
+//       rest: '/services/configuration/v2',   // mounted under this base (omit: MQTT only)
+//       appId: 'CONF-V2',                       // the MQTT application id (omit: REST only)
+//       role: 'configuration',                  // REST: permission rest.configuration or kura.admin
+//       errors: 'json',                         // src/core/errors.ts: 'json' | 'text' | 'native'
+//       routes: [
+//         { method: 'GET', path: 'snapshots', handler: () => ({ ids: svc.snapshotIds() }) },
+//         { method: 'POST', path: 'snapshots/byId', handler: async (req) => byId(await req.body()) },
+//         { method: 'EXEC', path: 'snapshots/_write', handler: () => svc.snapshot() },  // REST: POST
+//         { method: 'DEL', path: 'factoryComponents/byPid', handler: … },               // REST: DELETE
+//         { method: 'GET', path: 'things/:pid', handler: (req) => thing(req.params.pid) },
+//       ],
+//     });
+//
+// Methods are Kura's MQTT ones: GET, PUT, POST, DEL, EXEC. Over REST, DEL is DELETE and EXEC is
+// POST (Kura's `@EXEC` resources answer POST over REST and only EXEC over MQTT). Paths are segments
+// below the base (`:name` binds a parameter; a literal segment wins over a parameter, as in JAX-RS).
+//
+// A handler receives a `CoreRequest` and returns the reply body: a JSON value (serialised with
+// JSON.stringify), `rawJson(text)` for text already serialised (exact LONGs, Gson field order), or
+// undefined for 200 with an empty body. It throws `RequestError(status, detail)` to answer an
+// error; the family's `errors` style formats it for REST and MQTT (src/core/errors.ts), so a
+// handler never formats an error itself. Anything else thrown is a 500 without details (and one
+// log line). `req.body()` reads the body through the one JSON reader (src/core/json.ts): over REST
+// `Content-Type: application/json` is required (415) and the size is bounded (413); over MQTT it is
+// the payload's body. Undefined for no body.
+//
+// ## Mounting
+//
+//     mountRest(http, family, { permissionsOf })       // src/core/rest.ts (src/daemon.ts does it)
+//     applications.register(familyApplication(family, log))   // src/core/mqtt.ts
+//
+// `applications` is the daemon's MqttApplications (src/mqtt/applications.ts): the set of MQTT
+// application ids present (`ids()`, `onChange()`, for BIRTH's `application_ids`); `register` and
+// `unregister` work at run time (a package adding a handler). Over MQTT the requester is trusted as
+// Kura trusts it (no role checks: access is the broker's ACL), so `req.identity` carries `kura.admin`.
+
+import { Router } from '../http/router.js';
+import type { ErrorStyle } from './errors.js';
+
+/** Kura's request methods (the MQTT topic level; REST maps DEL → DELETE and EXEC → POST). */
+export type Method = 'GET' | 'PUT' | 'POST' | 'DEL' | 'EXEC';
+export const METHODS: readonly Method[] = ['GET', 'PUT', 'POST', 'DEL', 'EXEC'];
+
+/** Who sent the request and what they may do. */
+export interface Requester {
+  /** Identity name (REST) or requester client id (MQTT). */
+  readonly name: string;
+  /** 'basic' | 'session' | 'certificate' | a custom provider (REST), 'mqtt'. */
+  readonly via: string;
+  readonly permissions: readonly string[];
+}
+
+export interface CoreRequest {
+  readonly transport: 'rest' | 'mqtt';
+  readonly method: Method;
+  /** The resource path below the family, as segments (`['snapshots', 'byId']`). */
+  readonly resources: readonly string[];
+  /** Values of the route's `:name` segments. */
+  readonly params: Readonly<Record<string, string>>;
+  /** Undefined for an anonymous REST request (only reaches routes without a role). */
+  readonly identity: Requester | undefined;
+  /** The body as JSON through the one reader; undefined when there is none. */
+  body(opts?: { exact?: boolean }): Promise<unknown>;
+}
+
+/** JSON text already serialised by the handler. */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+export const rawJson = (text: string): RawJson => new RawJson(text);
+
+export type Handler = (req: CoreRequest) => unknown | Promise<unknown>;
+
+export interface CoreRoute {
+  method: Method;
+  /** Below the family's base, e.g. `snapshots/byId` or `:pid/_read`; '' for the base itself. */
+  path: string;
+  handler: Handler;
+}
+
+export interface Family {
+  /** For logs: `configuration/v2`, `ASSET-V1`. */
+  name: string;
+  /** REST base path; absent: not mounted on REST. */
+  rest?: string;
+  /** MQTT application id; absent: not an MQTT application. */
+  appId?: string;
+  /** REST only: Kura's `@RolesAllowed`, permission `rest.<role>` (or kura.admin) on every route. */
+  role?: string;
+  errors: ErrorStyle;
+  routes: CoreRoute[];
+  /**
+   * MQTT only: the error for a request no route matches (`allowed`: methods the resource has, empty
+   * when the resource is unknown). Default: Kura's REST proxy, 404 `Not found.`.
+   */
+  noMatch?(method: string, resources: readonly string[], allowed: readonly string[]): Error;
+}
+
+/** The text of a handler's result as a reply body; undefined for none. */
+export function replyText(result: unknown): string | undefined {
+  if (result === undefined) return undefined;
+  if (result instanceof RawJson) return result.text;
+  return JSON.stringify(result);
+}
+
+/** Routes of a family indexed by Kura method and resource path (the MQTT side's lookup). */
+export function routerOf(family: Family): Router<CoreRoute> {
+  const r = new Router<CoreRoute>();
+  for (const route of family.routes) r.add(route.method, `/${route.path}`, route);
+  return r;
+}
+
+/** The REST method and path of a route. */
+export function restOf(family: Family, route: CoreRoute): { method: string; path: string } {
+  const method = route.method === 'DEL' ? 'DELETE' : route.method === 'EXEC' ? 'POST' : route.method;
+  return { method, path: route.path === '' ? family.rest! : `${family.rest}/${route.path}` };
+}

@@ -1,0 +1,44 @@
+// Mounts a request-core family (src/core/family.ts) on the HTTP server: one route per core route,
+// the family's role on each (checked by the authorisation stage), its error style as the API
+// family's error shape.
+
+import { jsonFamily, textFamily, type HttpServer } from '../http/server.js';
+import { readJsonBody } from '../http/body.js';
+import type { RequestContext } from '../http/context.js';
+import { replyText, restOf, type CoreRequest, type Family, type Method } from './family.js';
+
+export interface RestMountOptions {
+  /** The permissions of an identity name (the identity store); undefined for an unknown name. */
+  permissionsOf(name: string): readonly string[] | undefined;
+  /** Request body bound in bytes (413 beyond); default 1 MiB. */
+  bodyLimit?: number;
+}
+
+export function mountRest(server: HttpServer, family: Family, opts: RestMountOptions): void {
+  if (family.rest === undefined) throw new Error(`family ${family.name} has no REST base`);
+  if (family.errors === 'native') throw new Error(`family ${family.name}: the native error style is MQTT only`);
+  const api = family.errors === 'json' ? jsonFamily(family.name) : textFamily(family.name);
+  for (const route of family.routes) {
+    const { method, path } = restOf(family, route);
+    server.route(method, path, api, async (ctx) => {
+      const text = replyText(await route.handler(restRequest(ctx, route.method, route.path, opts)));
+      if (text === undefined) ctx.empty(200);
+      else ctx.rawJson(200, text);
+    }, family.role);
+  }
+}
+
+function restRequest(ctx: RequestContext, method: Method, pattern: string, opts: RestMountOptions): CoreRequest {
+  const p = ctx.principal;
+  // The resource path below the base: as many trailing segments as the route has.
+  const below = pattern.split('/').filter(Boolean).length;
+  const segs = ctx.path.split('/').filter(Boolean);
+  return {
+    transport: 'rest',
+    method,
+    resources: segs.slice(segs.length - below),
+    params: ctx.params,
+    identity: p ? { name: p.name, via: p.via, permissions: opts.permissionsOf(p.name) ?? [] } : undefined,
+    body: (o) => readJsonBody(ctx, { limit: opts.bodyLimit, exact: o?.exact }),
+  };
+}

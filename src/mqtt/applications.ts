@@ -1,0 +1,85 @@
+// The MQTT applications of the device (Kura's RequestHandlerRegistry): ASSET-V1, CONF-V2,
+// DEPLOY-V2, … by application id. The MQTT service subscribes to each application's topics and
+// hands every request here; BIRTH's `application_ids` is `ids()`, re-published on `onChange`.
+// Applications may be registered and unregistered at run time (a package adding a handler).
+//
+// A request-core family becomes an application with `familyApplication` (src/core/mqtt.ts); an
+// application may also implement `MqttApplication` directly (e.g. to read request metrics).
+
+import type { Logger } from '../log.js';
+import type { Envelope, MqttRequest, MqttResponse, Reply } from './envelope.js';
+
+export interface ApplicationContext {
+  /** Publishes a NOTIFY message to the requester (QoS 0, as Kura), e.g. DEPLOY-V2 progress. */
+  notify(resource: string, message: Omit<MqttResponse, 'code'>): void;
+}
+
+export interface MqttApplication {
+  readonly appId: string;
+  /** Answers one request. Should not throw; if it does, the requester gets a 500 without details. */
+  handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse>;
+}
+
+/** Application ids are topic levels: no separator, wildcard or NUL [MQTT-4.7.1]. */
+const APP_ID = /^[^/+#\u0000]+$/;
+
+export class MqttApplications {
+  private apps = new Map<string, MqttApplication>();
+  private listeners = new Set<() => void>();
+
+  /** Adds (or replaces) the application with `app.appId`. */
+  register(app: MqttApplication): void {
+    if (!APP_ID.test(app.appId)) throw new Error(`MQTT application id ${JSON.stringify(app.appId)} cannot be a topic level`);
+    const had = this.apps.has(app.appId);
+    this.apps.set(app.appId, app);
+    if (!had) this.changed();
+  }
+
+  unregister(appId: string): boolean {
+    const had = this.apps.delete(appId);
+    if (had) this.changed();
+    return had;
+  }
+
+  get(appId: string): MqttApplication | undefined {
+    return this.apps.get(appId);
+  }
+
+  /** Application ids in registration order. */
+  ids(): string[] {
+    return [...this.apps.keys()];
+  }
+
+  /** Called after the set of application ids changed; returns the unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
+  }
+
+  /**
+   * Handles one incoming message: decodes it with `envelope`, runs the application, resolves with
+   * the reply to publish (undefined for none). Never rejects.
+   */
+  async dispatch(envelope: Envelope, topic: string, payload: Buffer, publish: (r: Reply) => void, log: Logger): Promise<Reply | undefined> {
+    const parsed = envelope.parse(topic, payload);
+    if (!parsed.ok) {
+      if (!parsed.ignore) log.info('MQTT request dropped without reply', { topic, reason: parsed.reason });
+      return undefined;
+    }
+    const req = parsed.request;
+    const app = this.apps.get(req.appId);
+    if (!app) return undefined;
+    let res: MqttResponse;
+    try {
+      res = await app.handle(req, { notify: (resource, m) => publish(envelope.notification(req, resource, m)) });
+    } catch (err) {
+      log.error('MQTT request failed', { topic, error: (err as Error)?.message ?? String(err) });
+      res = { code: 500 };
+    }
+    return envelope.reply(req, res);
+  }
+}

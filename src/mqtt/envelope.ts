@@ -1,0 +1,165 @@
+// The envelope of Kura's MQTT applications (ASSET-V1, CONF-V2, DEPLOY-V2, …): where a request came
+// from, what it asks, and how the reply is addressed and encoded, for the three `payload.encoding`s
+// (docs/mqtt.md).
+//
+// kura-protobuf / simple-json (Kura's CloudServiceImpl + MessageHandlerCallable):
+//   request  <prefix>/<account>/<device>/<APP-ID>/<METHOD>/<resource…>, string metrics
+//            `request.id` and `requester.client.id`, JSON in the body;
+//   reply    <prefix>/<account>/<requester>/<APP-ID>/REPLY/<request.id>, metric `response.code`
+//            (int32) and `response.exception.message` on errors, the JSON as body;
+//   notify   <prefix>/<account>/<requester>/<APP-ID>/NOTIFY/<device>/<resource> (DEPLOY-V2 progress).
+// json (bare, for local subscribers and shell scripts):
+//   request  <prefix>/<account>/<device>/<APP-ID>/<METHOD>/<resource…>/<requester>/<request-id>,
+//            the payload is the JSON;
+//   reply    same reply topic; the JSON on success, else
+//            {"response.code":400,"response.exception.message":"…"} (with the fields of a JSON
+//            error body, e.g. "message", merged in).
+
+import type { PayloadEncoding } from './config.js';
+import { decodeKuraPayload, encodeKuraPayloadForWire, findMetric, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from './simple-json-payload.js';
+
+export interface MqttRequest {
+  appId: string;
+  method: string;
+  resources: string[];
+  requestId: string;
+  requester: string;
+  /** Undefined when the request carried no body (or an empty one). */
+  body?: Buffer;
+  /** The request's metrics (none with the bare-JSON encoding). */
+  metrics: KuraMetric[];
+}
+
+/** What an application answers: a response code, an optional exception message, body and metrics. */
+export interface MqttResponse {
+  code: number;
+  /** `response.exception.message`. */
+  message?: string;
+  body?: string | Buffer;
+  metrics?: KuraMetric[];
+}
+
+export interface Reply {
+  topic: string;
+  payload: Buffer;
+}
+
+export interface EnvelopeOptions {
+  prefix: string;
+  account: string;
+  clientId: string;
+  encoding: PayloadEncoding;
+  gzip: boolean;
+}
+
+export type Parsed = { ok: true; request: MqttRequest } | { ok: false; ignore: boolean; reason: string };
+
+/** A topic level a reply can be published to: non-empty, no separator or wildcard [MQTT-4.7.1]. */
+const TOPIC_LEVEL = /^[^/+#\u0000]+$/;
+
+function stringMetric(p: KuraPayload, name: string): string | undefined {
+  const m: KuraMetric | undefined = findMetric(p, name);
+  // Kura casts the metric to String: another type is a ClassCastException, i.e. silence.
+  return m && m.type === 'STRING' ? m.value : undefined;
+}
+
+export class Envelope {
+  constructor(readonly opts: EnvelopeOptions) {}
+
+  /** The subscription that receives every request to the application `appId` of this device. */
+  subscription(appId: string): string {
+    const o = this.opts;
+    return `${o.prefix}/${o.account}/${o.clientId}/${appId}/#`;
+  }
+
+  /**
+   * Decodes an incoming message. `ignore` marks messages that are not requests at all (replies,
+   * other devices); the others are dropped with a log line, as Kura drops them without a reply.
+   */
+  parse(topic: string, payload: Buffer): Parsed {
+    const o = this.opts;
+    const levels = topic.split('/');
+    if (levels.length < 5 || levels[0] !== o.prefix || levels[1] !== o.account || levels[2] !== o.clientId) {
+      return { ok: false, ignore: true, reason: 'not a request topic of this device' };
+    }
+    const appId = levels[3]!;
+    let app = levels.slice(4);
+    if (app[0] === 'REPLY' || app[0] === 'NOTIFY') return { ok: false, ignore: true, reason: 'reply topic' };
+    // Java's String.split drops trailing empty strings: `GET/assets/` is ["GET","assets"].
+    while (app.length > 0 && app[app.length - 1] === '') app = app.slice(0, -1);
+    if (app.length === 0) return { ok: false, ignore: false, reason: 'no method in topic' };
+
+    if (o.encoding === 'json') {
+      if (app.length < 3) return { ok: false, ignore: false, reason: 'bare-JSON request without <requester>/<request-id> topic levels' };
+      const requestId = app[app.length - 1]!;
+      const requester = app[app.length - 2]!;
+      if (!TOPIC_LEVEL.test(requester) || !TOPIC_LEVEL.test(requestId)) return { ok: false, ignore: false, reason: 'empty requester or request id' };
+      return {
+        ok: true,
+        request: { appId, method: app[0]!, resources: app.slice(1, -2), requester, requestId, body: payload.length > 0 ? payload : undefined, metrics: [] },
+      };
+    }
+
+    let kp: KuraPayload;
+    if (o.encoding === 'simple-json') {
+      kp = decodeSimpleJsonPayload(payload);
+    } else {
+      const d = decodeKuraPayload(payload);
+      // Kura wraps an undecodable payload as the body of an empty KuraPayload: no metrics, no reply.
+      if (!d.ok) return { ok: false, ignore: false, reason: d.error };
+      kp = d.value;
+    }
+    const requestId = stringMetric(kp, 'request.id');
+    const requester = stringMetric(kp, 'requester.client.id');
+    if (requestId === undefined || requester === undefined) {
+      return { ok: false, ignore: false, reason: 'request without string metrics request.id and requester.client.id' };
+    }
+    if (!TOPIC_LEVEL.test(requester) || !TOPIC_LEVEL.test(requestId)) {
+      return { ok: false, ignore: false, reason: 'request.id or requester.client.id cannot be a topic level' };
+    }
+    // Over a decoding bound (MAX_INFLATED_BYTES, MAX_METRICS): not a request to act on.
+    if (kp.refused) return { ok: false, ignore: false, reason: kp.refused };
+    const body = kp.body && kp.body.length > 0 ? kp.body : undefined;
+    return { ok: true, request: { appId, method: app[0]!, resources: app.slice(1), requester, requestId, body, metrics: kp.metrics } };
+  }
+
+  /** The reply to `req`. */
+  reply(req: MqttRequest, res: MqttResponse): Reply {
+    const o = this.opts;
+    return { topic: `${o.prefix}/${o.account}/${req.requester}/${req.appId}/REPLY/${req.requestId}`, payload: this.encode(res) };
+  }
+
+  /** A notification to the requester of `req` about `resource` (Kura's NOTIFY, e.g. DEPLOY-V2 progress). */
+  notification(req: MqttRequest, resource: string, res: Omit<MqttResponse, 'code'>): Reply {
+    const o = this.opts;
+    const p: KuraPayload = { timestamp: BigInt(Date.now()), metrics: res.metrics ?? [] };
+    if (res.body !== undefined) p.body = Buffer.from(res.body);
+    return { topic: `${o.prefix}/${o.account}/${req.requester}/${req.appId}/NOTIFY/${o.clientId}/${resource}`, payload: this.payload(p) };
+  }
+
+  private encode(res: MqttResponse): Buffer {
+    const o = this.opts;
+    const body = typeof res.body === 'string' ? Buffer.from(res.body, 'utf8') : res.body;
+    if (o.encoding === 'json') {
+      if (res.code === 200) return body ?? Buffer.alloc(0);
+      let text = JSON.stringify({ 'response.code': res.code, 'response.exception.message': res.message });
+      // A JSON error body (Kura's REST-proxy applications: {"message": …}) keeps its fields.
+      const extra = body?.toString('utf8');
+      if (extra && extra.startsWith('{') && extra !== '{}') text = `${text.slice(0, -1)},${extra.slice(1)}`;
+      return Buffer.from(text, 'utf8');
+    }
+    const p: KuraPayload = { timestamp: BigInt(Date.now()), metrics: [{ name: 'response.code', type: 'INT32', value: res.code }] };
+    if (res.message !== undefined) p.metrics.push({ name: 'response.exception.message', type: 'STRING', value: res.message });
+    if (res.metrics) p.metrics.push(...res.metrics);
+    if (body !== undefined) p.body = body;
+    return this.payload(p);
+  }
+
+  private payload(p: KuraPayload): Buffer {
+    const o = this.opts;
+    if (o.encoding === 'kura-protobuf') return encodeKuraPayloadForWire(p, o.gzip);
+    // Bare JSON has no metrics: a notification is the simple-json form, like lifecycle messages.
+    return encodeSimpleJsonPayload(p);
+  }
+}

@@ -1,0 +1,190 @@
+// The request-handler core: one family of handlers mounted on a real HTTP server and as an MQTT
+// application of a real MqttService (Mosquitto), answering the same requests with the same results
+// and errors; applications added and removed at run time; the one JSON reader; the reply bound.
+
+import t from 'tap';
+import fs from 'node:fs';
+import { HttpServer } from '../../src/http/server.js';
+import { createLogger, silentLogger } from '../../src/log.js';
+import { RequestError } from '../../src/core/errors.js';
+import { rawJson, type Family } from '../../src/core/family.js';
+import { mountRest } from '../../src/core/rest.js';
+import { familyApplication } from '../../src/core/mqtt.js';
+import { MqttApplications } from '../../src/mqtt/applications.js';
+import { MqttService } from '../../src/mqtt/service.js';
+import { MAX_REPLY_BYTES } from '../../src/core/limits.js';
+import { request } from '../helpers/daemon.js';
+import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
+import { fastTuning, makeRuntime, mqttConfig, Requester, until } from '../helpers/mqtt-fixture.js';
+
+/** A small family: named things with a value, in a map. */
+function thingsFamily(things: Map<string, number>, calls: string[]): Family {
+  return {
+    name: 'things/v1',
+    rest: '/services/things/v1',
+    appId: 'THINGS-V1',
+    errors: 'json',
+    routes: [
+      { method: 'GET', path: 'things', handler: () => ({ names: [...things.keys()] }) },
+      {
+        method: 'POST',
+        path: 'things/byName',
+        handler: async (req) => {
+          const body = (await req.body()) as { name?: unknown } | undefined;
+          if (!body || typeof body.name !== 'string') throw new RequestError(400, 'parameter "name" is required');
+          const v = things.get(body.name);
+          if (v === undefined) throw new RequestError(404, `Thing ${body.name} was not found.`);
+          return { name: body.name, value: v };
+        },
+      },
+      { method: 'PUT', path: 'things/:name', handler: async (req) => void things.set(req.params.name!, Number(((await req.body()) as { value: number }).value)) },
+      { method: 'DEL', path: 'things/:name', handler: (req) => void things.delete(req.params.name!) },
+      { method: 'EXEC', path: 'things/_reset', handler: (req) => void (calls.push(`${req.transport}:${req.identity?.via}:${req.resources.join('/')}`), things.clear()) },
+      { method: 'GET', path: 'exact', handler: () => rawJson('{"big":9223372036854775807}') },
+      { method: 'GET', path: 'huge', handler: () => 'x'.repeat(MAX_REPLY_BYTES + 10) },
+      { method: 'GET', path: 'bug', handler: () => { throw new Error('secret detail'); } },
+    ],
+  };
+}
+
+t.test('one family over REST and MQTT', mosquittoSkip(), async (t) => {
+  const things = new Map([['a', 1], ['b', 2]]);
+  const calls: string[] = [];
+  const family = thingsFamily(things, calls);
+
+  const http = new HttpServer(createLogger('error'));
+  mountRest(http, family, { permissionsOf: () => [] });
+  await http.listen([{ port: 0, kind: 'http' }], '127.0.0.1');
+  const ports = { http: http.listeners().map((l) => l.port), https: [], clientAuth: [] };
+
+  const broker = await startMosquitto();
+  const { runtime, dataDir } = makeRuntime();
+  const apps = new MqttApplications();
+  apps.register(familyApplication(family, silentLogger));
+  const changes: string[][] = [];
+  apps.onChange(() => changes.push(apps.ids()));
+  const start = async (encoding: string, clientId: string) => {
+    const svc = new MqttService({ config: mqttConfig({ 'broker-url': broker.url, 'topic.context.account-name': 'acct', 'client-id': clientId, 'payload.encoding': encoding }), assets: runtime, applications: apps, dataDir, log: silentLogger, tuning: fastTuning });
+    await svc.start();
+    await until(() => svc.isConnected, 5000, 'device connect');
+    return svc;
+  };
+  const dev = await start('kura-protobuf', 'dev');
+  const bare = await start('json', 'bare');
+  await new Promise((r) => setTimeout(r, 150));
+  const req = new Requester(broker.url, 'Q');
+  await req.start();
+  t.teardown(async () => {
+    await req.end();
+    await dev.stop();
+    await bare.stop();
+    await runtime.close();
+    await http.close(0);
+    await broker.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+  const mqtt = (mr: string, body?: string) => req.kura('dev', mr, body, { app: 'THINGS-V1' });
+  const json = { 'content-type': 'application/json' };
+
+  t.test('same results', async (t) => {
+    const rest = await request(ports, '/services/things/v1/things');
+    t.equal(rest.status, 200);
+    t.same(rest.json(), { names: ['a', 'b'] });
+    const m = await mqtt('GET/things');
+    t.equal(m!.code, 200);
+    t.equal(m!.body, rest.body, 'the same JSON text over MQTT');
+    const byName = await request(ports, '/services/things/v1/things/byName', { method: 'POST', body: { name: 'b' } });
+    t.same(byName.json(), { name: 'b', value: 2 });
+    t.equal((await mqtt('POST/things/byName', '{"name":"b"}'))!.body, byName.body);
+    const exact = await request(ports, '/services/things/v1/exact');
+    t.equal(exact.body, '{"big":9223372036854775807}', 'raw JSON text is sent as is');
+    t.equal((await mqtt('GET/exact'))!.body, exact.body);
+  });
+
+  t.test('same errors, in the family style', async (t) => {
+    const rest = await request(ports, '/services/things/v1/things/byName', { method: 'POST', body: { name: 'zz' } });
+    t.equal(rest.status, 404);
+    t.same(rest.json(), { message: 'Thing zz was not found.' });
+    const m = await mqtt('POST/things/byName', '{"name":"zz"}');
+    t.equal(m!.code, 404);
+    t.equal(m!.body, rest.body, 'JSON error body over MQTT (Kura REST proxy)');
+    t.equal(m!.message, undefined, 'no response.exception.message for a REST-proxy family');
+    const missing = await request(ports, '/services/things/v1/things/byName', { method: 'POST', body: '', headers: json });
+    t.equal(missing.status, 400);
+    t.same(missing.json(), { message: 'parameter "name" is required' });
+    t.equal((await mqtt('POST/things/byName'))!.code, 400, 'no body over MQTT: the same 400');
+    const malformed = await request(ports, '/services/things/v1/things/byName', { method: 'POST', body: '{"name":', headers: json });
+    t.equal(malformed.status, 400);
+    t.match(malformed.json().message, /^Malformed JSON/);
+    const mm = await mqtt('POST/things/byName', '{"name":');
+    t.equal(mm!.code, 400);
+    t.match(JSON.parse(mm!.body!).message, /^Malformed JSON/, 'the one JSON reader over MQTT too');
+    const badUtf8 = await req.kura('dev', 'POST/things/byName', Buffer.from([0x7b, 0xff, 0x7d]), { app: 'THINGS-V1' });
+    t.same(JSON.parse(badUtf8!.body!), { message: 'Request body is not valid UTF-8' });
+    const noType = await request(ports, '/services/things/v1/things/byName', { method: 'POST', body: '{"name":"a"}' });
+    t.equal(noType.status, 415, 'REST requires application/json');
+    const bug = await request(ports, '/services/things/v1/bug');
+    t.equal(bug.status, 500);
+    t.notMatch(bug.body, /secret/);
+    const mbug = await mqtt('GET/bug');
+    t.equal(mbug!.code, 500);
+    t.notMatch(mbug!.raw.toString('latin1'), /secret/);
+  });
+
+  t.test("Kura's method mapping: EXEC is POST over REST, DEL is DELETE", async (t) => {
+    const put = await request(ports, '/services/things/v1/things/c', { method: 'PUT', body: { value: 3 } });
+    t.equal(put.status, 200);
+    t.equal(put.body, '', 'success without payload: 200, empty body');
+    t.equal((await mqtt('PUT/things/d', '{"value":4}'))!.code, 200);
+    t.same([...things.keys()], ['a', 'b', 'c', 'd']);
+    t.equal((await request(ports, '/services/things/v1/things/c', { method: 'DELETE' })).status, 200);
+    t.equal((await mqtt('DEL/things/d'))!.code, 200);
+    t.same([...things.keys()], ['a', 'b']);
+    const postOverMqtt = await mqtt('POST/things/_reset');
+    t.equal(postOverMqtt!.code, 404, 'an EXEC resource answers only EXEC over MQTT');
+    t.same(JSON.parse(postOverMqtt!.body!), { message: 'Not found.' });
+    t.equal((await mqtt('GET/nothing'))!.code, 404);
+    t.equal((await mqtt('FOO/things'))!.code, 404);
+    t.equal((await mqtt('EXEC/things/_reset'))!.code, 200);
+    things.set('a', 1);
+    t.equal((await request(ports, '/services/things/v1/things/_reset', { method: 'POST' })).status, 200);
+    t.equal(things.size, 0);
+    t.same(calls, ['mqtt:mqtt:things/_reset', 'rest:undefined:things/_reset'], 'transport, identity and resources reach the handler');
+  });
+
+  t.test('bare JSON: the code and the error fields in one object', async (t) => {
+    const ok = await req.json('bare', 'GET/things', undefined, 5000, 'THINGS-V1');
+    t.equal(ok!.code, 200);
+    t.same(JSON.parse(ok!.body!), { names: [] });
+    const nf = await req.json('bare', 'POST/things/byName', '{"name":"zz"}', 5000, 'THINGS-V1');
+    t.equal(nf!.code, 404);
+    t.same(JSON.parse(nf!.body!), { 'response.code': 404, message: 'Thing zz was not found.' });
+  });
+
+  t.test('a reply beyond the bound is an error reply', async (t) => {
+    const r = await mqtt('GET/huge');
+    t.equal(r!.code, 413);
+    t.match(JSON.parse(r!.body!).message, new RegExp(`^Reply too large: \\d+ bytes, the limit is ${MAX_REPLY_BYTES}`));
+    t.equal((await mqtt('GET/things'))!.code, 200, 'still serving');
+  });
+
+  t.test('applications added and removed at run time', async (t) => {
+    t.same(apps.ids(), ['THINGS-V1']);
+    apps.register(familyApplication({ name: 'late', appId: 'LATE-V1', errors: 'native', routes: [{ method: 'GET', path: 'hello', handler: () => ({ hi: true }) }] }, silentLogger));
+    t.same(apps.ids(), ['THINGS-V1', 'LATE-V1']);
+    t.same(changes.at(-1), ['THINGS-V1', 'LATE-V1'], 'listeners told (BIRTH application_ids)');
+    // The subscription goes out at once; publish until the broker has it in place.
+    let r;
+    for (let i = 0; i < 20 && !r; i++) r = await req.kura('dev', 'GET/hello', undefined, { app: 'LATE-V1', wait: 500 });
+    t.equal(r?.code, 200);
+    t.same(JSON.parse(r!.body!), { hi: true });
+    const nf = await req.kura('dev', 'GET/nope', undefined, { app: 'LATE-V1' });
+    t.equal(nf!.code, 404);
+    t.equal(nf!.message, 'Not found.', 'native style: response.exception.message');
+    t.ok(apps.unregister('LATE-V1'));
+    t.same(apps.ids(), ['THINGS-V1']);
+    await new Promise((r) => setTimeout(r, 300));
+    t.equal(await req.kura('dev', 'GET/hello', undefined, { app: 'LATE-V1', wait: 800 }), undefined, 'no longer answered');
+    t.throws(() => apps.register({ appId: 'A/B', handle: async () => ({ code: 200 }) }), /cannot be a topic level/);
+  });
+});
