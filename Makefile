@@ -49,7 +49,7 @@ bench: deps test-deps build
 	npx tsc --noEmit -p bench
 	$(NODE) bench/out/run.mjs $(BENCH_ARGS)
 
-# The firmware image tree (README "Installing into a firmware image"): make install DESTDIR=… PREFIX=/usr
+# The firmware image tree (docs/installation.md): make install DESTDIR=… PREFIX=/usr
 install: build
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" sh build/install.sh
 

@@ -1,5 +1,5 @@
 // Measures the RSS of the bundle idle and after load, once per set of node flags, to choose the
-// launcher's flags (README "Footprint"). Usage:
+// launcher's flags (docs/installation.md "Footprint"). Usage:
 //   node build/footprint.mjs [--bundle dist/gatewayd.js] [--requests 10000] [--logins 200]
 //        [--flags "--max-old-space-size=32 --max-semi-space-size=1"] ...
 // A --flags word NAME=value is an environment setting. Without --flags it compares no flags against the launcher's (read from rootfs/usr/bin/gatewayd).

@@ -1,5 +1,5 @@
 // The driver factories built into the bundle. A deployment package adds more through the
-// DriverRegistry (see "Writing a driver" in README.md).
+// DriverRegistry (see "Writing a driver" in docs/drivers.md).
 
 import type { DriverFactory } from './driver.js';
 import { simulatorFactory } from './simulator/index.js';

@@ -9,7 +9,7 @@ LICENSE = "EPL-2.0 & MIT & ISC"
 LIC_FILES_CHKSUM = "file://usr/share/licenses/gatewayd/LICENSE;md5=c7cc8aa73fb5717f8291fcec5ce9ed6c \
                     file://usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES;md5=cb660623583f686cab32649f2ccdcf3d"
 
-# The prebuilt image tree, made in the gatewayd repository (README "Installing into a firmware image"):
+# The prebuilt image tree, made in the gatewayd repository (docs/installation.md "Yocto"):
 #   make install DESTDIR=$PWD/stage PREFIX=/usr && tar -C stage -czf gatewayd-0.1.0-image.tar.gz .
 # and copied next to this recipe, into files/. Nothing is compiled here.
 SRC_URI = "file://gatewayd-${PV}-image.tar.gz;subdir=gatewayd-tree"
