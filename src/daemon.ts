@@ -5,7 +5,7 @@ import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import { errorsOf, loadConfigFile, type Config } from './config/config.js';
-import { HttpServer, type ListenSpec, type TlsMaterial } from './http/server.js';
+import { DEFAULT_LIMITS, HttpServer, type ListenSpec, type TlsMaterial } from './http/server.js';
 import { ensureSelfSigned } from './http/selfsigned.js';
 import { openDataDir } from './store/datadir.js';
 import { DriverRegistry } from './drivers/registry.js';
@@ -53,7 +53,8 @@ export class Daemon {
     this.config = opts.config;
     this.log = opts.log ?? createLogger(opts.config.logLevel);
     this.registry = opts.registry ?? new DriverRegistry(builtinDrivers());
-    this.http = new HttpServer(this.log);
+    const h = opts.config.http;
+    this.http = new HttpServer(this.log, { ...DEFAULT_LIMITS, maxConnections: h['max.connections'], bodyTimeoutMs: h['body.timeout'], maxUnauthenticatedBodies: h['max.unauthenticated.bodies'] });
     this.assets = new AssetRuntime(new DriverPool(this.registry, this.log, opts.config.dataDir), this.log);
     this.applications = new MqttApplications();
   }

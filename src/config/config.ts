@@ -25,6 +25,10 @@ export interface HttpConfig {
   'https.keystore.key': string;
   'https.truststore': string;
   'bind.address': string;
+  /** Hardening limits (docs/configuration.md): open connections, body deadline (ms), anonymous body reads. */
+  'max.connections': number;
+  'body.timeout': number;
+  'max.unauthenticated.bodies': number;
 }
 
 export interface RestConfig {
@@ -87,6 +91,9 @@ export const validateHttp = section<HttpConfig>({
   'https.keystore.key': [str(), ''],
   'https.truststore': [str(), ''],
   'bind.address': [str({ nonEmpty: true }), '0.0.0.0'],
+  'max.connections': [num({ int: true, min: 1, max: 65_535 }), 256],
+  'body.timeout': [num({ int: true, min: 100, max: 300_000 }), 20_000],
+  'max.unauthenticated.bodies': [num({ int: true, min: 1, max: 1024 }), 8],
 });
 
 export const validateRest = section<RestConfig>({

@@ -6,41 +6,84 @@ import { readJsonBytes } from '../core/json.js';
 
 export const DEFAULT_JSON_LIMIT = 1024 * 1024;
 
-/** Reads the whole body, refusing more than `limit` bytes (declared or actual) with 413. */
+/**
+ * Deadlines and slots for the bodies read into memory (docs/configuration.md, `http` section):
+ * `body.timeout` bounds the time to receive one, `max.unauthenticated.bodies` how many requests
+ * without a principal (a login) may be receiving one at once. When the slots are full the oldest
+ * such read is cut (408) for the newcomer: a slow client cannot hold them against a prompt one.
+ */
+export class BodyGate {
+  private anonymous = new Set<(err: HttpError) => void>();
+
+  constructor(
+    public timeoutMs = 20_000,
+    public maxUnauthenticated = 8,
+  ) {}
+
+  /** Registers a read without a principal; returns its release. */
+  enter(cut: (err: HttpError) => void): () => void {
+    this.anonymous.add(cut);
+    if (this.anonymous.size > this.maxUnauthenticated) {
+      const oldest = this.anonymous.values().next().value!;
+      this.anonymous.delete(oldest);
+      oldest(new HttpError(408, 'Request body not received in time: too many slow requests'));
+    }
+    return () => this.anonymous.delete(cut);
+  }
+}
+
+const tooLarge = (limit: number) => new HttpError(413, `Request body larger than ${limit} bytes`);
+
+/**
+ * Reads the whole body, refusing more than `limit` bytes (declared or actual) with 413 and a body not
+ * received within the gate's deadline with 408. The bytes are copied into one buffer as they come
+ * (sized from Content-Length, or grown by doubling up to `limit` when chunked): memory is bounded by
+ * the limit whatever the chunking — a body sent one byte per packet does not keep a Buffer per byte.
+ */
 export function readBody(ctx: RequestContext, limit: number): Promise<Buffer> {
   const req = ctx.req;
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
     req.resume();
-    return Promise.reject(new HttpError(413, `Request body larger than ${limit} bytes`));
+    return Promise.reject(tooLarge(limit));
   }
+  const gate = ctx.bodyGate;
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let buf = Buffer.allocUnsafe(declared !== undefined ? Number(declared) : Math.min(limit, 4096));
     let size = 0;
     let done = false;
-    const finish = (err: Error | undefined, buf?: Buffer) => {
+    let timer: NodeJS.Timeout | undefined;
+    let release: (() => void) | undefined;
+    const finish = (err: HttpError | undefined) => {
       if (done) return;
       done = true;
+      clearTimeout(timer);
+      release?.();
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('aborted', onAborted);
-      if (err) reject(err);
-      else resolve(buf!);
+      if (err) {
+        // Keep draining so the answer can still be written on this connection (the server closes it).
+        req.resume();
+        reject(err);
+      } else resolve(buf.subarray(0, size));
     };
     const onData = (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        // Keep draining so the 413 can still be written on this connection.
-        req.resume();
-        finish(new HttpError(413, `Request body larger than ${limit} bytes`));
-        return;
+      if (size + c.length > limit) return finish(tooLarge(limit));
+      if (size + c.length > buf.length) {
+        const bigger = Buffer.allocUnsafe(Math.min(limit, Math.max(size + c.length, buf.length * 2)));
+        buf.copy(bigger, 0, 0, size);
+        buf = bigger;
       }
-      chunks.push(c);
+      size += c.copy(buf, size);
     };
-    const onEnd = () => finish(undefined, Buffer.concat(chunks, size));
+    const onEnd = () => finish(undefined);
     const onError = () => finish(new HttpError(400, 'Request body could not be read'));
     const onAborted = () => finish(new HttpError(400, 'Request aborted'));
+    const ms = gate?.timeoutMs ?? 0;
+    timer = ms > 0 ? setTimeout(() => finish(new HttpError(408, `Request body not received within ${ms / 1000} s`)), ms) : undefined;
+    release = gate && !ctx.principal ? gate.enter(finish) : undefined;
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);

@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket, PeerCertificate } from 'node:tls';
 import type { Params } from './router.js';
 import { RequestError } from '../core/errors.js';
+import type { BodyGate } from './body.js';
 
 /** Who the request was authenticated as, and how. */
 export interface Principal {
@@ -60,6 +61,8 @@ export class RequestContext {
   /** Free slots for pipeline stages (e.g. the session the request authenticated with). */
   readonly locals: Record<string, unknown> = Object.create(null);
   responded = false;
+  /** Set by the server: deadline and slots for reading a body into memory (body.ts). */
+  bodyGate: BodyGate | undefined;
 
   constructor(
     readonly req: IncomingMessage,

@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
 import { Router, decodePath } from './router.js';
 import { RequestError } from '../core/errors.js';
+import { BodyGate } from './body.js';
 import { HttpError, RequestContext, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -82,6 +83,11 @@ export interface ServerLimits {
   /** Idle socket timeout. */
   socketTimeoutMs: number;
   maxHeaderSize: number;
+  /** Open connections over all listeners; beyond it the oldest unproven one is dropped (shed()). */
+  maxConnections: number;
+  /** Time to receive a body read into memory, and reads without a principal at once (BodyGate). */
+  bodyTimeoutMs: number;
+  maxUnauthenticatedBodies: number;
 }
 
 export const DEFAULT_LIMITS: ServerLimits = {
@@ -90,19 +96,34 @@ export const DEFAULT_LIMITS: ServerLimits = {
   keepAliveTimeoutMs: 5_000,
   socketTimeoutMs: 120_000,
   maxHeaderSize: 16 * 1024,
+  maxConnections: 256,
+  bodyTimeoutMs: 20_000,
+  maxUnauthenticatedBodies: 8,
 };
+
+/** Per-connection state for shed(): whether it has completed a request, and whether one is running. */
+interface Conn {
+  served: boolean;
+  busy: boolean;
+}
+const CONN = Symbol('conn');
+type Tracked = Socket & { [CONN]?: Conn; _parent?: Tracked };
 
 export class HttpServer {
   readonly routes = new Router<Route>();
   readonly stages: Stage[] = [];
   readonly filters: ResponseFilter[] = [];
   private servers: { server: http.Server; info: ListenerInfo }[] = [];
-  private sockets = new Set<Socket>();
+  /** Open connections, oldest first (raw TCP sockets; a TLS request finds its own through `_parent`). */
+  private sockets = new Map<Socket, Conn>();
+  readonly bodyGate: BodyGate;
 
   constructor(
     private readonly log: Logger,
     private readonly limits: ServerLimits = DEFAULT_LIMITS,
-  ) {}
+  ) {
+    this.bodyGate = new BodyGate(limits.bodyTimeoutMs, limits.maxUnauthenticatedBodies);
+  }
 
   route(method: string, path: string, family: ApiFamily, handler: Handler, role?: string): this {
     this.routes.add(method, path, { handler, family, role });
@@ -135,6 +156,8 @@ export class HttpServer {
           minVersion: 'TLSv1.2',
           ciphers: CIPHERS,
           honorCipherOrder: true,
+          // A TLS handshake gets the time of a request's headers (Node's default is 120 s).
+          handshakeTimeout: this.limits.headersTimeoutMs,
         };
         if (spec.kind === 'client-auth') {
           tlsOpts.requestCert = true;
@@ -159,9 +182,15 @@ export class HttpServer {
         }
         socket.destroy();
       });
-      server.on('connection', (s: Socket) => {
+      server.on('connection', (s: Tracked) => {
         s.setNoDelay(true);
-        this.sockets.add(s);
+        if (this.sockets.size >= this.limits.maxConnections && !this.shed()) {
+          s.destroy();
+          return;
+        }
+        const c: Conn = { served: false, busy: false };
+        s[CONN] = c;
+        this.sockets.set(s, c);
         s.once('close', () => this.sockets.delete(s));
       });
       await new Promise<void>((resolve, reject) => {
@@ -179,9 +208,33 @@ export class HttpServer {
     }
   }
 
+  /**
+   * Makes room for a new connection at `maxConnections`: drops the oldest connection that has not
+   * completed a request yet (slowloris, a slow body, a stalled TLS handshake), else the oldest idle
+   * keep-alive one. A client that sends its request promptly is served during such a flood; false
+   * when every connection is busy with a request (the new one is refused).
+   */
+  private shed(): boolean {
+    let idle: Socket | undefined;
+    for (const [s, c] of this.sockets) {
+      if (!c.served) {
+        s.destroy();
+        this.sockets.delete(s);
+        return true;
+      }
+      if (!c.busy) idle ??= s;
+    }
+    idle?.destroy();
+    return idle !== undefined && this.sockets.delete(idle);
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse, info: ListenerInfo): Promise<void> {
     const path = decodePath(req.url ?? '');
     const ctx = new RequestContext(req, res, info, path ?? '/', this.filters);
+    ctx.bodyGate = this.bodyGate;
+    const sock = req.socket as Tracked;
+    const conn = sock[CONN] ?? sock._parent?.[CONN];
+    if (conn) conn.busy = true;
     let route: Route | undefined;
     try {
       if (path === undefined) throw new HttpError(400, 'Malformed request target', true);
@@ -200,6 +253,10 @@ export class HttpServer {
       if (!ctx.responded) ctx.empty(204);
     } catch (err) {
       this.fail(ctx, route, err);
+    }
+    if (conn) {
+      conn.busy = false;
+      conn.served = true;
     }
   }
 
@@ -248,6 +305,6 @@ export class HttpServer {
     await Promise.race([allClosed, new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
     clearInterval(sweeper);
     clearTimeout(timer);
-    for (const s of this.sockets) s.destroy();
+    for (const s of this.sockets.keys()) s.destroy();
   }
 }
