@@ -35,7 +35,8 @@ const result = await build({
   legalComments: 'none',
   sourcemap: false,
   // mqtt-packet pulls readable-stream through bl; Node's own stream is the same API.
-  alias: { 'readable-stream': 'node:stream', debug: path.join(root, 'build', 'shims', 'debug.cjs') },
+  // mqtt-packet pulls `bl` for its parser's byte list; the shim has just the methods the parser uses.
+  alias: { 'readable-stream': 'node:stream', debug: path.join(root, 'build', 'shims', 'debug.cjs'), bl: path.join(root, 'build', 'shims', 'bl.cjs') },
   define: { __GATEWAYD_VERSION__: JSON.stringify(process.env.GATEWAYD_VERSION || pkg.version) },
   plugins: [
     ...extraPlugins,
