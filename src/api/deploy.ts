@@ -2,8 +2,9 @@
 // Role `deploy`. Success bodies are JSON (statuses are bare JSON strings such as
 // `"REQUEST_RECEIVED"`); errors are Kura's text/plain strings.
 //
-// Extension (documented in README/COMPATIBILITY): `GET /services/deploy/v2/_jobs` lists recent
-// install and uninstall jobs with their state, because Kura's API never says whether one failed.
+// Extensions (documented in docs/rest-api.md): `GET /services/deploy/v2/_jobs` lists recent install
+// and uninstall jobs with their state, because Kura's API never says whether one failed, and
+// `DELETE /services/deploy/v2/_jobs/<id>` cancels one that is queued or downloading.
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -29,6 +30,16 @@ export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentSer
   server.route('GET', BASE, family, (ctx) => ctx.json(200, deploy.list()), ROLE);
 
   server.route('GET', `${BASE}/_jobs`, family, (ctx) => ctx.json(200, deploy.recentJobs()), ROLE);
+
+  // Extension (docs/rest-api.md): cancels a queued or downloading job; answers the job, now CANCELLED.
+  server.route('DELETE', `${BASE}/_jobs/:id`, family, (ctx) => {
+    const id = ctx.params.id!;
+    const r = /^[1-9]\d{0,15}$/.test(id) ? deploy.cancelJob(Number(id)) : undefined;
+    if (r === undefined) throw new HttpError(404, `No deployment job ${id}`);
+    if (r === 'busy') throw new HttpError(409, `Deployment job ${id} is being applied and cannot be cancelled`);
+    if (r === 'finished') throw new HttpError(409, `Deployment job ${id} has already ended`);
+    ctx.json(200, r);
+  }, ROLE);
 
   server.route('POST', `${BASE}/_install`, family, async (ctx) => {
     const url = await urlOf(ctx);

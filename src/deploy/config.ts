@@ -14,6 +14,8 @@ export interface DeployConfig {
   'upload.max.bytes': number;
   /** Connect and idle timeout of package downloads, in ms (Kura's dpa.connection/read.timeout). */
   'download.timeout': number;
+  /** Overall deadline of one package download, in ms, however slowly the server trickles. */
+  'download.deadline': number;
   /** Redirects followed by a download before it fails (Kura follows without a limit). */
   'download.max.redirects': number;
   /** `file:` install URLs must point inside one of these folders. */
@@ -27,6 +29,7 @@ export const DEPLOY_DEFAULTS: DeployConfig = {
   'gateway.version': '5.4.0',
   'upload.max.bytes': 67108864,
   'download.timeout': 60000,
+  'download.deadline': 600000,
   'download.max.redirects': 5,
   'file.allowed.dirs': ['/tmp'],
   'trust.anchors': [],
@@ -61,6 +64,7 @@ const validate = section<DeployConfig>({
   'gateway.version': [str({ nonEmpty: true }), DEPLOY_DEFAULTS['gateway.version']],
   'upload.max.bytes': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['upload.max.bytes']],
   'download.timeout': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['download.timeout']],
+  'download.deadline': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['download.deadline']],
   'download.max.redirects': [num({ int: true, min: 0, max: 20 }), DEPLOY_DEFAULTS['download.max.redirects']],
   'file.allowed.dirs': [arrayOf(str({ nonEmpty: true })), DEPLOY_DEFAULTS['file.allowed.dirs']],
   'trust.anchors': [arrayOf(trustAnchor), DEPLOY_DEFAULTS['trust.anchors']],

@@ -18,6 +18,8 @@ import { fileURLToPath } from 'node:url';
 export interface FetchOptions {
   /** Connect and idle timeout, ms. */
   timeoutMs: number;
+  /** Overall deadline of the whole transfer, ms (a server trickling a byte now and then). */
+  deadlineMs?: number;
   maxBytes: number;
   maxRedirects: number;
   /** Absolute folders a `file:` URL must be inside. */
@@ -78,12 +80,25 @@ export function checkInstallUrl(raw: string, allowedDirs: string[]): URL {
 
 /** Fetches `url` into `dest` (created; removed again on failure). */
 export async function fetchPackage(url: URL, dest: string, opts: FetchOptions): Promise<void> {
+  // One signal for the caller's abort (cancel, shutdown) and the deadline; Node 18 has no AbortSignal.any.
+  const ctl = new AbortController();
+  const outer = opts.signal;
+  const onAbort = () => ctl.abort(outer!.reason);
+  if (outer?.aborted) onAbort();
+  outer?.addEventListener('abort', onAbort);
+  const timer = opts.deadlineMs
+    ? setTimeout(() => ctl.abort(new Error(`download of ${redactUrl(url.href)} did not complete within download.deadline (${opts.deadlineMs} ms)`)), opts.deadlineMs)
+    : undefined;
+  const o = { ...opts, signal: ctl.signal };
   try {
-    if (url.protocol === 'file:') await copyLocal(fileURLToPath(url), dest, opts);
-    else await download(url, dest, opts);
+    if (url.protocol === 'file:') await copyLocal(fileURLToPath(url), dest, o);
+    else await download(url, dest, o);
   } catch (err) {
     await fsp.rm(dest, { force: true });
-    throw err;
+    throw ctl.signal.aborted ? ctl.signal.reason : err;
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -128,7 +143,7 @@ export async function fetchText(url: URL, opts: Omit<FetchOptions, 'allowedDirs'
 }
 
 function download(url: URL, dest: string, opts: FetchOptions): Promise<void> {
-  return get(url, opts, 0, (res, shown) => pipeline(res, limiter(opts.maxBytes, shown), fs.createWriteStream(dest, { flags: 'w', mode: 0o600 })));
+  return get(url, opts, 0, (res, shown) => pipeline(res, limiter(opts.maxBytes, shown), fs.createWriteStream(dest, { flags: 'w', mode: 0o600 }), { signal: opts.signal }));
 }
 
 type Consume = (res: http.IncomingMessage, shown: string) => Promise<void>;

@@ -10,7 +10,7 @@
 import fsp from 'node:fs/promises';
 import type { Logger } from '../log.js';
 import type { DeployConfig } from './config.js';
-import { JobQueue, type Job } from './jobs.js';
+import { JobCancelled, JobQueue, type Job } from './jobs.js';
 import { PackageStore, type ArchiveCheck, type InstalledPackage } from './store.js';
 import { checkInstallUrl, fetchPackage, fetchText, redactUrl } from './fetch.js';
 import { descriptorApiUrl, descriptorFromXml, nodeIdOf, type PackageDescriptor } from './descriptor.js';
@@ -99,20 +99,19 @@ export class DeploymentService {
     if (this.jobs.isPending('install', rawUrl)) return 'INSTALLING';
     const cfg = this.config;
     const url = checkInstallUrl(rawUrl, cfg['file.allowed.dirs']);
-    this.jobs.enqueue('install', rawUrl, { url: redactUrl(rawUrl) }, async (job) => {
-      const file = this.store.incomingPath();
-      try {
-        await fetchPackage(url, file, {
+    const file = this.store.incomingPath();
+    this.jobs.enqueue('install', rawUrl, { url: redactUrl(rawUrl) }, (job) => this.installFile(file, job), {
+      // Downloads run in their own lane, bounded by download.deadline and cancellable (jobs.ts).
+      fetch: (_job, signal) =>
+        fetchPackage(url, file, {
           timeoutMs: cfg['download.timeout'],
+          deadlineMs: cfg['download.deadline'],
           maxBytes: cfg['upload.max.bytes'],
           maxRedirects: cfg['download.max.redirects'],
           allowedDirs: cfg['file.allowed.dirs'],
-          signal: this.shutdown.signal,
-        });
-        await this.installFile(file, job);
-      } finally {
-        await fsp.rm(file, { force: true });
-      }
+          signal,
+        }),
+      cleanup: () => fsp.rm(file, { force: true }),
     });
     return 'REQUEST_RECEIVED';
   }
@@ -134,12 +133,19 @@ export class DeploymentService {
 
   requestUninstall(name: string): DeploymentRequestStatus {
     if (this.jobs.isPending('uninstall', name)) return 'UNINSTALLING';
-    this.jobs.enqueue('uninstall', name, { name }, async () => {
-      if (!this.store.get(name)) throw new Error(`no deployment package named ${name} is installed`);
-      await this.opts.plugins.deactivate(name);
-      await this.store.remove(name);
-      this.log.info('package uninstalled', { package: name });
-    });
+    this.jobs.enqueue(
+      'uninstall',
+      name,
+      { name },
+      async () => {
+        if (!this.store.get(name)) throw new Error(`no deployment package named ${name} is installed`);
+        await this.opts.plugins.deactivate(name);
+        await this.store.remove(name);
+        this.log.info('package uninstalled', { package: name });
+      },
+      // Removing an installed package need not wait for slow downloads queued before it.
+      { mayOvertakeDownloads: () => this.store.get(name) !== undefined },
+    );
     return 'REQUEST_RECEIVED';
   }
 
@@ -159,8 +165,19 @@ export class DeploymentService {
     return descriptorFromXml(xml, cfg['gateway.version']);
   }
 
+  /**
+   * Cancels a queued or downloading job (`DELETE /services/deploy/v2/_jobs/<id>`): the job, or why
+   * not (`busy`: being applied; `finished`; undefined: no such job).
+   */
+  cancelJob(id: number): Job | 'busy' | 'finished' | undefined {
+    return this.jobs.cancel(id);
+  }
+
   private async installFile(file: string, job: Job): Promise<void> {
-    const { pkg, replaced } = await this.store.install(file);
+    const { pkg, replaced } = await this.store.install(file, (m) => {
+      // An uninstall queued after this install already ran while it downloaded: queue order wins.
+      if (this.jobs.uninstalledAfter(job.id, m.name)) throw new JobCancelled(`superseded by the later uninstall of ${m.name}`);
+    });
     job.name = pkg.name;
     job.version = pkg.version;
     this.log.info('package installed', { package: pkg.name, version: pkg.version, replaced: replaced?.version });

@@ -122,9 +122,10 @@ export class PackageStore {
 
   /**
    * Validates and installs the package in `file` (which is left in place). A package of the same
-   * name is replaced atomically; it is returned as `replaced` so its code can be stopped.
+   * name is replaced atomically; it is returned as `replaced` so its code can be stopped. `veto`
+   * sees the manifest before anything is extracted and may throw to stop the install.
    */
-  async install(file: string): Promise<{ pkg: InstalledPackage; replaced?: InstalledPackage }> {
+  async install(file: string, veto?: (m: PackageManifest) => void): Promise<{ pkg: InstalledPackage; replaced?: InstalledPackage }> {
     let zip: ZipArchive;
     try {
       zip = await ZipArchive.open(file, this.opts.limits);
@@ -143,6 +144,7 @@ export class PackageStore {
       } catch (err) {
         throw asPackageError(err, `${MANIFEST_PATH}: `);
       }
+      veto?.(manifest);
       for (const ext of manifest.extensions) {
         const e = zip.get(ext);
         if (!e || e.isDirectory) throw new PackageError(`Gatewayd-Extension ${ext} is not a file in the package`);
