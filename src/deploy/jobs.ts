@@ -147,14 +147,17 @@ export class JobQueue {
     if (state === 'SUCCEEDED') this.log.info(`${job.kind} succeeded`, { job: job.id, url: job.url, package: job.name, version: job.version });
     else if (state === 'FAILED') this.log.error(`${job.kind} failed`, { job: job.id, url: job.url, package: job.name, error: job.error });
     else this.log.info(`${job.kind} cancelled`, { job: job.id, url: job.url, package: job.name, reason: job.error });
-    e.steps.cleanup?.().catch((err) => this.log.warn('job clean-up failed', { job: job.id, error: (err as Error).message }));
     this.trim();
-    if (!this.entries.some((x) => pending(x.job.state))) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const w of waiters) w();
-    }
-    this.pump();
+    // Idle (and the next job) only once the job's files are gone.
+    const cleaned = e.steps.cleanup?.().catch((err) => this.log.warn('job clean-up failed', { job: job.id, error: (err as Error).message }));
+    void Promise.resolve(cleaned).then(() => {
+      if (!this.entries.some((x) => pending(x.job.state))) {
+        const waiters = this.idleWaiters;
+        this.idleWaiters = [];
+        for (const w of waiters) w();
+      }
+      this.pump();
+    });
   }
 
   private ended(e: Entry, err: unknown): void {
