@@ -22,8 +22,13 @@ export interface Logger {
 
 const SECRET_KEY = /pass(word)?|secret|token|cookie|authorization|private/i;
 
+// Control characters (C0, DEL, C1 — ESC, NUL, CSI…) from user input must not reach a terminal or a
+// log parser raw: such a value is quoted and they are written as \uXXXX escapes (JSON.stringify does
+// C0; DEL, C1 and the line/paragraph separators are added here).
+const C1 = /[\u007f-\u009f\u2028\u2029]/g;
+
 function quote(v: string): string {
-  return /^[^\s"=\\]+$/.test(v) && v.length > 0 ? v : JSON.stringify(v);
+  return /^[^\s"=\\\u0000-\u001f\u007f-\u009f]+$/.test(v) ? v : JSON.stringify(v).replace(C1, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function render(v: unknown): string {
