@@ -135,7 +135,7 @@ export class Daemon {
     if (!this.config.file) return false;
     const { config, problems } = loadConfigFile(this.config.file, this.registry);
     const errors = errorsOf(problems);
-    if (errors.length > 0) {
+    if (errors.length > 0 || !config) {
       for (const e of errors) this.log.error('reload refused: configuration problem', { key: e.path || '(file)', problem: e.message });
       this.log.error('reload refused: keeping the running configuration', { file: this.config.file, problems: errors.length });
       return false;

@@ -66,7 +66,7 @@ async function run(file: string, log: Logger): Promise<number> {
     if (p.severity === 'warning') log.warn('configuration warning', { key: p.path, problem: p.message });
   }
   const errors = errorsOf(problems);
-  if (errors.length > 0) {
+  if (errors.length > 0 || !config) {
     for (const p of errors) log.error('configuration error', { key: p.path || '(file)', problem: p.message });
     log.error('not starting: invalid configuration', { file, errors: errors.length });
     return 2;

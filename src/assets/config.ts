@@ -1,11 +1,45 @@
-// The `assets` section: generic Kura asset/channel properties here, driver-specific channel
-// properties checked by the driver factory the asset's `driver.pid` names.
+// The `drivers` and `assets` sections: driver instances (each checked by its factory), and the
+// generic Kura asset/channel properties here, driver-specific channel properties checked by the
+// driver factory the asset's `driver.pid` names.
 
-import type { Problem } from '../drivers/driver.js';
+import type { Problem } from '../config/schema.js';
 import type { DriverRegistry } from '../drivers/registry.js';
-import type { DriverInstanceConfig } from '../config/config.js';
-import { bool, isPlainObject, kind, num, oneOf, problem, str, join, warning } from '../config/schema.js';
+import { any, bool, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, warning } from '../config/schema.js';
 import { CHANNEL_MODES, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
+
+export interface DriverInstanceConfig {
+  id: string;
+  factory: string;
+  props: Record<string, unknown>;
+}
+
+/** The `drivers` section; a factory not built in is a warning (a package may provide it). */
+export function validateDrivers(raw: unknown, p: Problem[], registry: DriverRegistry): Record<string, DriverInstanceConfig> {
+  const out: Record<string, DriverInstanceConfig> = {};
+  const all = mapOf<unknown>(any)(raw, 'drivers', p);
+  for (const [id, v] of Object.entries(all)) {
+    const path = `drivers.${id}`;
+    if (!isPlainObject(v)) {
+      problem(p, path, `expected an object, got ${kind(v)}`);
+      continue;
+    }
+    const { factory, ...props } = v;
+    if (typeof factory !== 'string' || factory === '') {
+      problem(p, `${path}.factory`, factory === undefined ? 'missing' : `expected a string, got ${kind(factory)}`);
+      continue;
+    }
+    const f = registry.get(factory);
+    if (!f) {
+      // A factory may come from a deployment package installed later (or already, in dataDir).
+      warning(p, `${path}.factory`, `no driver factory "${factory}" is built in; it must be provided by an installed deployment package`);
+    } else {
+      for (const key of Object.keys(props)) if (!f.instanceKeys.includes(key)) problem(p, `${path}.${key}`, 'unknown key');
+      p.push(...f.validateInstance(props, path));
+    }
+    setOwn(out, id, { id, factory, props });
+  }
+  return out;
+}
 
 // Asset names travel in URL paths, MQTT topic levels and log lines: no separators, wildcards,
 // spaces or control characters.

@@ -1,7 +1,7 @@
 // Assets at run time: driver instances, channel reads and writes with Kura's mode rules, polling.
 
 import type { Logger } from '../log.js';
-import type { DriverInstanceConfig } from '../config/config.js';
+import type { DriverInstanceConfig } from './config.js';
 import { DRIVER_NOT_ATTACHED, type Driver, type ChannelResult } from '../drivers/driver.js';
 import { SharedLines } from '../drivers/lines.js';
 import type { DriverRegistry } from '../drivers/registry.js';

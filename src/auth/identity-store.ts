@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { IdentitySeed } from '../config/config.js';
+import { IDENTITY_NAME, type IdentitySeed } from './config.js';
 import type { Logger } from '../log.js';
 import { readJsonFile, writeFileAtomic, writeFileAtomicSync, type Versioned } from '../store/atomic.js';
 import { PasswordHasher, hashKind, needsRehash } from './password-hash.js';
@@ -58,7 +58,7 @@ export class IdentityError extends Error {
 /** Why a change happened, for listeners: only 'credentials' and 'deleted' end sessions. */
 export type ChangeKind = 'credentials' | 'deleted' | 'attributes';
 
-export const IDENTITY_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
+export { IDENTITY_NAME };
 
 /** The permission that passes every role; a device must keep at least one identity holding it. */
 export const ADMIN_PERMISSION = 'kura.admin';

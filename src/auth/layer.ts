@@ -6,7 +6,8 @@
 //   response filter; authenticated without `rest.<role>` or `kura.admin` 403) → handler →
 //   filters (403 without principal → 401; WWW-Authenticate on 401/403 while BASIC is on).
 
-import type { Config, ConsoleConfig, RestConfig } from '../config/config.js';
+import type { Config } from '../config/config.js';
+import type { ConsoleConfig, RestConfig } from './config.js';
 import type { HttpServer, Route } from '../http/server.js';
 import { HttpError, type RequestContext } from '../http/context.js';
 import type { Logger } from '../log.js';

@@ -78,7 +78,7 @@ export async function runPasswd(file: string, rest: string[], clearChangeFlag: b
   const name = rest[0];
   const { config, problems } = loadConfigFile(file, new DriverRegistry(builtinDrivers()));
   const errors = errorsOf(problems);
-  if (errors.length > 0) return fail(`${file}: ${errors.map((e) => `${e.path || '(file)'}: ${e.message}`).join('; ')}`);
+  if (errors.length > 0 || !config) return fail(`${file}: ${errors.map((e) => `${e.path || '(file)'}: ${e.message}`).join('; ')}`);
   const password = await readPassword();
   if (password instanceof Error) return fail(password.message);
   if (password === '') return fail('no password given on standard input');

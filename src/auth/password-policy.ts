@@ -1,6 +1,6 @@
 // Password strength rules from the `console` section (kura/session-auth.md §11).
 
-import type { ConsoleConfig } from '../config/config.js';
+import type { ConsoleConfig } from './config.js';
 
 /** identity/v1/passwordRequirements, keys in Kura's JSON order (§12 pitfall: special before cases). */
 export interface PasswordRequirements {

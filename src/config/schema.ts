@@ -1,7 +1,12 @@
 // A very small validator for the JSON configuration: every value is checked at its key path,
 // unknown keys are errors (contract §2: typos must not be silently ignored), absent keys take defaults.
 
-import type { Problem } from '../drivers/driver.js';
+/** A configuration problem: the key path (e.g. `drivers.plc.modbus.timeout`) and what is wrong. */
+export interface Problem {
+  path: string;
+  message: string;
+  severity?: 'error' | 'warning';
+}
 
 export type Validator<T> = (raw: unknown, path: string, problems: Problem[]) => T;
 

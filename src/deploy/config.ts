@@ -1,7 +1,7 @@
 // The `deploy` section of the configuration file (contract §2), with gatewayd's additions:
 // `download.max.redirects` and `trust.anchors` (see src/deploy/signature.ts).
 
-import type { Problem } from '../drivers/driver.js';
+import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
 import { arrayOf, num, problem, section, str, warning, type Validator } from '../config/schema.js';
 

@@ -61,12 +61,8 @@ export interface Driver {
   close(): Promise<void>;
 }
 
-/** A configuration problem: the key path (e.g. `drivers.plc.modbus.timeout`) and what is wrong. */
-export interface Problem {
-  path: string;
-  message: string;
-  severity?: 'error' | 'warning';
-}
+import type { Problem } from '../config/schema.js';
+export type { Problem };
 
 export interface DriverContext {
   id: string;

@@ -1,6 +1,6 @@
 // The `mqtt` section of the configuration (contract §2, §5 telemetry keys).
 
-import type { Problem } from '../drivers/driver.js';
+import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { bool, num, oneOf, section, str, warning } from '../config/schema.js';

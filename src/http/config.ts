@@ -1,0 +1,56 @@
+// The `http` section (docs/configuration.md): listeners, certificates, bind address; and the checks
+// that concern only it.
+
+import fs from 'node:fs';
+import { arrayOf, num, port, problem, section, str, warning, type Problem } from '../config/schema.js';
+
+export interface HttpConfig {
+  'http.ports': number[];
+  'https.ports': number[];
+  'https.client.auth.ports': number[];
+  'https.keystore.cert': string;
+  'https.keystore.key': string;
+  'https.truststore': string;
+  'bind.address': string;
+  /** Hardening limits (docs/configuration.md): open connections, body deadline (ms), anonymous body reads. */
+  'max.connections': number;
+  'body.timeout': number;
+  'max.unauthenticated.bodies': number;
+}
+
+const ports = arrayOf(port, { unique: true });
+
+export const validateHttp = section<HttpConfig>({
+  'http.ports': [ports, [8080]],
+  'https.ports': [ports, []],
+  'https.client.auth.ports': [ports, []],
+  'https.keystore.cert': [str(), ''],
+  'https.keystore.key': [str(), ''],
+  'https.truststore': [str(), ''],
+  'bind.address': [str({ nonEmpty: true }), '0.0.0.0'],
+  'max.connections': [num({ int: true, min: 1, max: 65_535 }), 256],
+  'body.timeout': [num({ int: true, min: 100, max: 300_000 }), 20_000],
+  'max.unauthenticated.bodies': [num({ int: true, min: 1, max: 1024 }), 8],
+});
+
+/** Ports used twice, keystore halves, missing files (warnings: a device may be provisioned later). */
+export function checkHttp(h: HttpConfig, p: Problem[]): void {
+  const all = [...h['http.ports'], ...h['https.ports'], ...h['https.client.auth.ports']];
+  const seen = new Set<number>();
+  for (const x of all) {
+    if (x !== 0 && seen.has(x)) problem(p, 'http', `port ${x} is configured for more than one listener`);
+    seen.add(x);
+  }
+  if (all.length === 0) warning(p, 'http', 'no listener configured: the REST API is unreachable');
+  if ((h['https.keystore.cert'] === '') !== (h['https.keystore.key'] === '')) {
+    problem(p, 'http', 'https.keystore.cert and https.keystore.key must be given together');
+  }
+  const needTls = h['https.ports'].length + h['https.client.auth.ports'].length > 0;
+  for (const k of ['https.keystore.cert', 'https.keystore.key'] as const) {
+    if (needTls && h[k] !== '' && !fs.existsSync(h[k])) warning(p, `http.${k}`, `file not found: ${h[k]}`);
+  }
+  if (h['https.client.auth.ports'].length > 0) {
+    if (h['https.truststore'] === '') warning(p, 'http.https.truststore', 'not set: client-auth ports will not be opened');
+    else if (!fs.existsSync(h['https.truststore'])) warning(p, 'http.https.truststore', `file not found: ${h['https.truststore']}: client-auth ports will not be opened`);
+  }
+}
