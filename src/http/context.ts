@@ -4,7 +4,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket, PeerCertificate } from 'node:tls';
 import type { Params } from './router.js';
 import { RequestError } from '../core/errors.js';
-import type { BodyGate } from './body.js';
 
 /** Who the request was authenticated as, and how. */
 export interface Principal {
@@ -53,6 +52,13 @@ export function storageError(err: unknown): HttpError | undefined {
   return why ? new HttpError(507, `Insufficient storage: the change could not be saved (${why})`) : undefined;
 }
 
+/** What body reading needs from the server's BodyGate (declared here: body.ts imports this file). */
+export interface BodyAdmission {
+  readonly timeoutMs: number;
+  /** Registers a read without a principal; `cut` ends it early; returns its release. */
+  enter(cut: (err: HttpError) => void): () => void;
+}
+
 export type ResponseFilter = (ctx: RequestContext, status: number, headers: Record<string, string | string[]>) => number;
 
 export class RequestContext {
@@ -61,8 +67,8 @@ export class RequestContext {
   /** Free slots for pipeline stages (e.g. the session the request authenticated with). */
   readonly locals: Record<string, unknown> = Object.create(null);
   responded = false;
-  /** Set by the server: deadline and slots for reading a body into memory (body.ts). */
-  bodyGate: BodyGate | undefined;
+  /** Set by the server: deadline and slots for reading a body into memory (BodyGate in body.ts). */
+  bodyGate: BodyAdmission | undefined;
 
   constructor(
     readonly req: IncomingMessage,
