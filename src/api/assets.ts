@@ -1,4 +1,4 @@
-// Assets REST API, `/services/assets` (interface §4.3, kura/deploy-assets-messaging.md §2).
+// Assets REST API, `/services/assets` (docs/rest-api.md "assets"; Kura's AssetRestService).
 // Role `assets` on every route; errors are Kura's text/plain bodies; success bodies are written
 // by hand so LONG values stay exact (no double on the way out) and fields keep Gson's order.
 
@@ -18,14 +18,14 @@ const BASE = '/services/assets';
 const ROLE = 'assets';
 const BODY_LIMIT = 1024 * 1024;
 
-// Byte-exact from Kura (reference §2): the two hints differ in spacing on purpose.
+// Byte-exact from Kura's AssetRestService: the two hints differ in spacing on purpose.
 export const READ_HINT = 'Bad request, expected request format: { "channels": [ "channel-1", "channel-2"]}';
 export const WRITE_HINT = 'Bad request, expected request format: {"channels": [{"name": "channel-1", "type": "INTEGER", "value": 10 }]}';
 
 /**
  * Reads the JSON body for a POST through the one reader (415 without `application/json`, 400 for
- * malformed JSON, contract §4). An empty body is Gson's null object, which the resource answers with
- * its hint.
+ * malformed JSON, COMPATIBILITY.md "Decided deviations"). An empty body is Gson's null object,
+ * which the resource answers with its hint.
  */
 async function readRequest(ctx: RequestContext, hint: string): Promise<{ [key: string]: ExactJson }> {
   const body = (await readJsonBody(ctx, { limit: BODY_LIMIT, exact: true })) as ExactJson | undefined;
@@ -68,7 +68,7 @@ export interface WriteItem {
 /**
  * POST _write body → typed values. Any entry without name, type or value, or with a type that is
  * not an exact DataType name, is Kura's 400 hint. A value that its type cannot parse is 400 naming
- * the value, type and channel (contract §4; Kura answers 500), and then nothing is written.
+ * the value, type and channel (COMPATIBILITY.md "Assets"; Kura answers 500), and then nothing is written.
  */
 export function parseWriteRequest(body: { [key: string]: ExactJson }): WriteItem[] {
   const list = body.channels;
@@ -93,7 +93,7 @@ export function mountAssetsApi(server: HttpServer, deps: { assets: AssetService;
   const family = textFamily('assets');
   const { assets } = deps;
 
-  // Kura looks the asset up before it validates the body (reference §2), so this runs first.
+  // Kura's AssetRestService looks the asset up before it validates the body, so this runs first.
   const assetOf = (ctx: RequestContext) => {
     const a = assets.get(ctx.params.pid);
     if (!a) throw new HttpError(404, `Asset not found: ${ctx.params.pid}`);

@@ -1,4 +1,4 @@
-// Session API v1, `/services/session/v1` (interface §4.1, kura/session-auth.md §2).
+// Session API v1, `/services/session/v1` (docs/rest-api.md "session/v1"; Kura's SessionRestService).
 // No route has a role: each endpoint does its own checks, in Kura's order. Errors are `{message}`.
 
 import { jsonFamily, type HttpServer } from '../http/server.js';
@@ -15,7 +15,7 @@ export const MSG = {
   certFailed: 'Certificate authentication failed',
   notValid: 'Current session is not valid',
   changeFields: 'currentPassword or newPassword have not been provided',
-  // Kura's spelling ("strenght"), contract §5: messages are Kura's word for word.
+  // Kura's spelling ("strenght"): messages are Kura's word for word, for Kura clients.
   weak: 'The new password does not satisfy password strenght requirements: ',
   samePassword: 'Password change failed as previous password equals new one',
 } as const;
@@ -51,7 +51,7 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
 
   route('POST', '/login/password', async (ctx) => {
     if (!auth.sessionsEnabled || !auth.passwordEnabled) throw notFound();
-    // Contract §4: malformed or missing JSON is a 400 naming the problem (Kura: 500).
+    // Malformed or missing JSON is a 400 naming the problem (Kura: 500; COMPATIBILITY.md).
     const body = await readJson(ctx, { limit: 16 * 1024 });
     const username = field(body, 'username');
     const password = field(body, 'password');
@@ -66,12 +66,12 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
   });
 
   route('POST', '/login/certificate', async (ctx) => {
-    // The stateless flag is not required here (§2).
+    // The stateless flag is not required here (as in Kura's SessionRestService).
     if (!auth.sessionsEnabled || !auth.rest['auth.certificate.enabled']) throw notFound();
     ctx.req.resume(); // body ignored
     const identity = auth.certificateIdentity(ctx);
     if (!identity) throw new HttpError(401, MSG.certFailed);
-    // §2.1: a certificate session is never locked; the flag is only reported.
+    // A certificate session is never locked; the flag is only reported (as in Kura).
     const { cookie } = auth.createSession(ctx, identity, false);
     auth.log.info('session created', { identity: identity.name, via: 'certificate', address: ctx.remoteAddress });
     ctx.json(200, { passwordChangeNeeded: identity.passwordChangeNeeded }, { 'set-cookie': cookie });
@@ -92,12 +92,12 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
     if (!s) return ctx.empty(204);
     auth.sessions.invalidate(s);
     auth.log.info('session ended: logout', { identity: s.user });
-    // §2.1: every cookie the request carried is expired, not only JSESSIONID.
+    // Every cookie the request carried is expired, not only JSESSIONID (as Kura's logout does).
     const expired = [...parseCookies(ctx.header('cookie')).keys()].map((n) => `${n}=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT`);
     ctx.empty(204, expired.length > 0 ? { 'set-cookie': expired } : {});
   });
 
-  // Not gated by session management (§2); the body is validated before authentication.
+  // Not gated by session management (as in Kura); the body is validated before authentication.
   route('POST', '/changePassword', async (ctx) => {
     const body = await readJson(ctx, { limit: 16 * 1024 });
     const current = field(body, 'currentPassword');
@@ -106,7 +106,7 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
     if (!ctx.principal) throw new HttpError(401, MSG.notValid);
     const name = ctx.principal.name;
     const r = await auth.checkPassword(name, current, ctx.remoteAddress, false);
-    // A wrong current password leaves the session alone (§2.1 step 3).
+    // A wrong current password leaves the session alone (as in Kura).
     if (!r.identity) throw new HttpError(401, MSG.loginFailed);
     const failures = passwordFailures(next, requirementsOf(auth.console));
     if (failures.length > 0) throw new HttpError(400, MSG.weak + failures[0]);
@@ -118,7 +118,8 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
       throw err;
     }
     // Changing the credentials ends every session of the identity, this one included: a new login
-    // is required (interface §3; Kura gets there on the next request through the credential hash).
+    // is required (docs/rest-api.md "session/v1"; Kura gets there on the next request through the
+    // credential hash).
     auth.log.info('password changed', { identity: name, via: ctx.principal.via });
     ctx.empty(204);
   });
@@ -127,11 +128,11 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
     gateSessions();
     if (!ctx.principal) throw new HttpError(401, MSG.notValid);
     const id = auth.identities.get(ctx.principal.name);
-    // Explicit permissions only, in the configured order (contract §4); no kura.admin expansion.
+    // Explicit permissions only, in the configured order (COMPATIBILITY.md); no kura.admin expansion.
     ctx.json(200, { name: ctx.principal.name, passwordChangeNeeded: id?.passwordChangeNeeded ?? false, permissions: id ? [...id.permissions] : [] });
   });
 
-  // Anonymous and never gated (§2). Ports: the client-auth listeners actually open, sorted.
+  // Anonymous and never gated (as in Kura). Ports: the client-auth listeners actually open, sorted.
   route('GET', '/authenticationInfo', (ctx) => {
     const info: Record<string, unknown> = { passwordAuthenticationEnabled: auth.passwordEnabled };
     const ports = auth.http.listeners().filter((l) => l.clientAuth).map((l) => l.port).sort((a, b) => a - b);

@@ -55,7 +55,7 @@ export function channelJson(c: ChannelConfig): string {
 
 /**
  * ChannelRecord JSON in Kura's field order: channelStatus, name, valueType, value, timestamp, unit.
- * Failures carry `channelFlag` and `exceptionMessage` (contract §4: no serialised Java exception).
+ * Failures carry `channelFlag` and `exceptionMessage` (COMPATIBILITY.md: no serialised Java exception).
  * Records the asset refused before the driver carry neither valueType nor unit, as in Kura.
  * `echo` (writes): Kura answers with the request's own type and value, and no unit.
  */

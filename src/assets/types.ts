@@ -46,7 +46,7 @@ export interface AssetConfig {
 }
 
 /**
- * The outcome of reading or writing one channel (Kura's ChannelRecord, reference §4.2).
+ * The outcome of reading or writing one channel (Kura's ChannelRecord).
  * Read records: `valueType` and `unit` are the channel's; `value` only on SUCCESS, with
  * scale/offset applied. Write records: `valueType` and `value` are what was written (in the
  * channel's type), on SUCCESS and FAILURE alike, and there is no `unit`.
@@ -64,7 +64,7 @@ export interface ChannelRecord {
   unit?: string;
   /**
    * True when the asset refused the channel before any driver call (unknown, disabled, wrong
-   * mode). Kura's record then carries no valueType, value or unit (reference §2).
+   * mode). Kura's record then carries no valueType, value or unit (AssetRestService).
    */
   refused?: boolean;
 }

@@ -1,4 +1,4 @@
-// Value conversions of the channel model (Kura's TypedValue semantics, reference §2 and §4.2).
+// Value conversions of the channel model (Kura's TypedValue semantics; docs/rest-api.md "assets").
 //
 // Representation (assets/types.ts): LONG is a bigint end to end, so 64-bit values never round
 // through a double; FLOAT is a number already rounded to float32; BYTE_ARRAY is a Buffer.
@@ -125,7 +125,7 @@ export function javaFloatText(f: number): string {
 }
 
 /**
- * JSON text of a value for REST output (reference §2, ChannelRecord): INTEGER and LONG as JSON
+ * JSON text of a value for REST output (Kura's ChannelRecord as Gson writes it): INTEGER and LONG as JSON
  * integers (LONG exact, never through a double), FLOAT and DOUBLE in Java `toString` form (`1.0E7`
  * is valid JSON), BOOLEAN, STRING, BYTE_ARRAY as padded base64. NaN and ±Infinity have no JSON
  * number form (Gson would fail the whole response): they are written as the strings "NaN" etc.
@@ -172,7 +172,7 @@ export function notConvertible(text: string, type: ValueType): string {
 }
 
 /**
- * Parses text as Kura's TypedValues.parseTypedValue does (reference §2): Integer.parseInt,
+ * Parses text as Kura's TypedValues.parseTypedValue does: Integer.parseInt,
  * Long.parseLong (exact, via BigInt), Float/Double.parseDouble, Boolean.parseBoolean (anything but
  * a case-insensitive "true" is false, never an error), the strict Base64 decoder. Returns the value
  * or Kura's error message. NaN and infinities are refused unless `allowNonFinite`: the REST API
@@ -214,9 +214,9 @@ export function parseValueText(type: ValueType, text: string, allowNonFinite = f
  * Converts a value to a channel's type for a write. Kura hands the requested value to the driver,
  * which converts; our drivers receive values in the channel's type, so the conversion is here, and
  * it is exact or it fails: integers must fit, a LONG never goes through a double unless the target
- * is FLOAT/DOUBLE. To and from BOOLEAN the rules are Kura's GPIO driver's (§4.5): a number is true
- * when > 0, a byte array when not all zeros, and true/false read as 1/0. Returns an error message
- * when there is no sensible conversion.
+ * is FLOAT/DOUBLE. To and from BOOLEAN the rules are Kura's GPIO driver's (docs/drivers.md "gpio"):
+ * a number is true when > 0, a byte array when not all zeros, and true/false read as 1/0. Returns
+ * an error message when there is no sensible conversion.
  */
 export function convertValue(v: TypedValue, target: ValueType): TypedValue | string {
   if (v.type === target) return v;

@@ -1,6 +1,7 @@
-// HTTP BASIC (kura/session-auth.md §7) and the verification cache that keeps scrypt off the
-// per-request path: BASIC sends the password with every request, and a memory-hard hash per request
-// would make the gateway trivially easy to overload.
+// HTTP BASIC (RFC 7617; Kura's BASIC provider, docs/rest-api.md "Authentication") and the
+// verification cache that keeps scrypt off the per-request path: BASIC sends the password with
+// every request, and a memory-hard hash per request would make the gateway trivially easy to
+// overload.
 
 import crypto from 'node:crypto';
 

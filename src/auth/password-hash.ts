@@ -1,4 +1,4 @@
-// Password storage (contract §4: salted scrypt instead of Kura's unsalted SHA-256).
+// Password storage (COMPATIBILITY.md: salted scrypt instead of Kura's unsalted SHA-256).
 //
 // Stored form, PHC string style: `$scrypt$ln=14,r=8,p=1$<salt b64>$<key b64>`.
 // Parameters: N = 2^14, r = 8, p = 1 — the scrypt paper's "interactive login" setting. It needs
@@ -8,7 +8,7 @@
 // take (see HashLimiter). The parameters are stored with each hash, so they can be raised later and
 // old hashes still verify (and are re-hashed on the next successful login, like Kura's SHA-256 form).
 //
-// Kura's form, accepted for migration (kura/session-auth.md §10): Base64(SHA-256(UTF-8 password)).
+// Kura's form, accepted for migration (docs/configuration.md "identities"): Base64(SHA-256(UTF-8 password)).
 
 import crypto from 'node:crypto';
 

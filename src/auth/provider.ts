@@ -1,5 +1,5 @@
-// Authentication providers and the registry of custom ones (interface.md §5, kura/session-auth.md
-// §1.3 and §10.1).
+// Authentication providers and the registry of custom ones (Kura's AuthenticationProvider;
+// docs/packages.md "Custom authentication providers").
 //
 // ## The custom provider contract
 //
@@ -18,14 +18,15 @@
 //
 // `authenticate` is called for every matched request (whatever its route's role) until a provider
 // yields a principal; it receives an `AuthRequest` (below): method, decoded path, lower-cased
-// headers, client address, the listener (port, secure, clientAuth), the verified client
-// certificate on client-auth ports, and two helpers that use the identity store: `identity(name)`
-// and `verifyPassword(name, password)` (scrypt-backed, throttled and cached like BASIC). The name it
-// returns must be an identity of the store to pass any role check (§10); a name that is not only
-// reaches routes without a role. Returning nothing passes the request on to the next provider. A
-// provider that throws or rejects is treated as returning nothing (logged at debug level). Providers
-// must not write the response. They run on the event loop: do not block; a provider that has not
-// answered after 5 s is treated as declining (and logged at debug level).
+// headers, client address, the listener (port, secure, clientAuth), the verified client certificate
+// on client-auth ports, and two helpers that use the identity store: `identity(name)` and
+// `verifyPassword(name, password)` (scrypt-backed, throttled and cached like BASIC). The name it
+// returns must be an identity of the store to pass any role check (docs/rest-api.md
+// "Authentication"); a name that is not only reaches routes without a role. Returning nothing
+// passes the request on to the next provider. A provider that throws or rejects is treated as
+// returning nothing (logged at debug level). Providers must not write the response. They run on the
+// event loop: do not block; a provider that has not answered after 5 s is treated as declining (and
+// logged at debug level).
 //
 // Deviation from Kura (COMPATIBILITY.md): providers with equal priorities all run, in registration
 // order (Kura keeps one per priority and silently ignores the other).

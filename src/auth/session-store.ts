@@ -1,4 +1,5 @@
-// Cookie sessions (kura/session-auth.md §3–6): in memory, bounded, oldest idle evicted first.
+// Cookie sessions (docs/rest-api.md "session/v1"; Kura's session provider): in memory, bounded,
+// oldest idle evicted first.
 
 import crypto from 'node:crypto';
 import { v4 as uuidv4 } from 'uuid';
@@ -7,11 +8,11 @@ export interface Session {
   /** The JSESSIONID value: 128 bits from the CSPRNG, base64url. */
   readonly id: string;
   readonly user: string;
-  /** Random UUID v4, stable for the session's life (§4). */
+  /** Random UUID v4, stable for the session's life (Kura's XSRF token). */
   readonly xsrfToken: string;
-  /** Identity credentials stamp at login; a different one later ends the session (§6.1 step 6). */
+  /** Credentials stamp at login; a different one later ends the session (as Kura's credential hash). */
   readonly credentials: number;
-  /** Created by login/password for an identity that must change its password (§5). */
+  /** Created by login/password for an identity that must change its password (a locked session). */
   locked: boolean;
   /** Monotonic milliseconds of the last successful session authentication. */
   lastActivity: number;
@@ -61,7 +62,7 @@ export class SessionStore {
     return id === undefined ? undefined : this.sessions.get(id);
   }
 
-  /** Strictly greater than the interval (§6.2); the creating request is never expired. */
+  /** Strictly greater than the interval (as Kura compares); the creating request is never expired. */
   expired(s: Session): boolean {
     return this.inactivitySeconds > 0 && this.now() - s.lastActivity > this.inactivitySeconds * 1000;
   }

@@ -1,4 +1,4 @@
-// Brute-force throttling of password attempts (contract §5, `rest.login.throttle.max.delay`).
+// Brute-force throttling of password attempts (docs/configuration.md "rest", `rest.login.throttle.max.delay`).
 //
 // Each failed password attempt for an identity name, and from a client address, opens a window
 // during which further password attempts for that name / from that address are refused without

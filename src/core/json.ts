@@ -3,7 +3,7 @@
 // 9223372036854775807 reaches BigInt without passing through a double (JSON.parse would round it
 // to 9223372036854775808). Node 18/20 have no JSON.parse source-text access, hence this tokenizer.
 // Gson turns a JSON number sent to a String field into its literal text (`1.50` stays "1.50",
-// reference §0); keeping the text lets the asset API do the same.
+// as Kura's REST services see it); keeping the text lets the asset API do the same.
 
 import { RequestError } from './errors.js';
 

@@ -1,5 +1,6 @@
 // `PUT /deploy/v2/_packageDescriptor`: Eclipse Marketplace descriptors
-// (kura/deploy-assets-messaging.md §1.5), with the field names of interface.md.
+// (Kura's DeploymentRestService; docs/rest-api.md "deploy/v2"), with gatewayd's field names
+// (COMPATIBILITY.md "Decided deviations").
 
 import { parseVersion, compareVersions, formatVersion } from './version.js';
 import { parseXml, firstElement, textContent, type XmlElement } from './xml.js';
@@ -46,7 +47,7 @@ export function compatibilityVersion(raw: string): string {
   return v ? formatVersion(v) : s;
 }
 
-/** Field order is the JSON order (interface §2); undefined (Kura's null) fields are omitted. */
+/** Field order is the JSON order (docs/rest-api.md "deploy/v2"); undefined (Kura's null) fields are omitted. */
 export interface PackageDescriptor {
   nodeId?: string;
   url?: string;

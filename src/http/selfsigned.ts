@@ -1,6 +1,7 @@
-// A self-signed server certificate for a freshly provisioned device (contract §5): HTTPS must work
-// before an integrator installs a real keystore. Node cannot create certificates and the image may
-// have no `openssl` binary, so the DER is assembled here (X.509 v3, ECDSA P-256 with SHA-256).
+// A self-signed server certificate for a freshly provisioned device (docs/configuration.md "http"):
+// HTTPS must work before an integrator installs a real keystore. Node cannot create certificates
+// and the image may have no `openssl` binary, so the DER is assembled here (X.509 v3, ECDSA P-256
+// with SHA-256).
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';

@@ -1,6 +1,6 @@
 // The HTTP edge: listeners on every configured port, the request pipeline and the route table.
 //
-// Pipeline, in Kura's order (kura/session-auth.md §1): route matching (404/405) → pipeline stages
+// Pipeline, in the order of Kura's RestService: route matching (404/405) → pipeline stages
 // (allowed ports, authentication, authorisation — installed by the auth layer) → handler → response
 // filters (403→401 rewrite, WWW-Authenticate). Each API family brings its own error shape.
 

@@ -7,7 +7,7 @@
 //   await mqtt.start();
 //   daemon.add({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
 //
-// Life-cycle messages, as Kura's CloudServiceImpl / MqttDataTransport (reference §3.1, issue 5):
+// Life-cycle messages, as Kura's CloudServiceImpl / MqttDataTransport (docs/mqtt.md "Life-cycle messages"):
 //   <prefix>/<account>/<client-id>/MQTT/BIRTH  after each CONNACK, QoS 0: KuraPayload with metrics
 //       client_id, display_name ("gatewayd"), application_framework ("gatewayd"),
 //       application_framework_version, application_ids ("ASSET-V1"), payload_encoding, uptime (INT64 ms);

@@ -4,7 +4,7 @@
 // Decoding follows Kura: metric numbers become INT64 when integral and DOUBLE otherwise; strings and
 // booleans keep their type. Anything that is not such an object (invalid JSON, another top-level
 // key, a wrongly typed member) is taken whole as the body of a payload without metrics, which makes
-// a request without `request.id` and therefore gets no reply (reference §3.1).
+// a request without `request.id` and therefore gets no reply (as Kura's CloudServiceImpl).
 
 import { MAX_METRICS, type KuraMetric, type KuraPayload, type KuraPosition } from './kura-payload.js';
 

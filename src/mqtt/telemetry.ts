@@ -1,4 +1,4 @@
-// Report-by-exception telemetry (contract §5 telemetry keys): each poll cycle of an asset with
+// Report-by-exception telemetry (docs/mqtt.md "Telemetry"): each poll cycle of an asset with
 // `poll.interval` is compared with what was last published. Channels whose value changed (by at
 // least `deadband` for numeric channels) or whose status/error changed are published; every channel
 // is published again once `publish.max.interval` has passed since the last publication (a

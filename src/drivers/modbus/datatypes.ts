@@ -1,4 +1,4 @@
-// Register data types and word/byte orders (contract §2 "Driver properties", §5 clarifications),
+// Register data types and word/byte orders (docs/drivers.md "modbus", "Channel properties"),
 // mapped to and from the channel's value type (src/assets/types.ts TypedValue).
 
 import type { TypedValue, ValueType } from '../../assets/types.js';
@@ -9,7 +9,7 @@ export type DataType = (typeof DATA_TYPES)[number];
 export const DATA_ORDERS = ['BIG_ENDIAN', 'LITTLE_ENDIAN', 'BIG_ENDIAN_BYTE_SWAP', 'LITTLE_ENDIAN_BYTE_SWAP'] as const;
 export type DataOrder = (typeof DATA_ORDERS)[number];
 
-/** Which register data types each value type may declare (contract §5). */
+/** Which register data types each value type may declare (docs/drivers.md "Channel properties"). */
 export const ALLOWED_DATA_TYPES: Record<ValueType, readonly DataType[]> = {
   INTEGER: ['INT16', 'UINT16', 'INT32'],
   LONG: ['INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64'],
@@ -32,7 +32,7 @@ export function registerCount(dataType: DataType, arrayLength: number): number {
 
 /**
  * Converts between wire order and big-endian (ABCD…) for 32- and 64-bit types. Each order is its
- * own inverse, so the same function serves reads and writes (contract §5):
+ * own inverse, so the same function serves reads and writes (docs/drivers.md, `data.order`):
  * BIG_ENDIAN AB CD EF GH; LITTLE_ENDIAN HG FE DC BA; BIG_ENDIAN_BYTE_SWAP BA DC FE HG;
  * LITTLE_ENDIAN_BYTE_SWAP GH EF CD AB.
  */

@@ -1,7 +1,8 @@
 // Request coalescing: a read of many channels becomes the fewest requests. Like Kura's block
-// optimiser (kura/deploy-assets-messaging.md §4.4): one domain per unit id and table, sorted by
-// start address, ranges merged when they overlap, touch, or are at most `maxGap` apart, never
-// crossing the protocol's limit of 125 registers / 2000 bits per request (Modbus spec §6.1–6.4).
+// optimiser (Kura's Modbus driver; docs/drivers.md "How it talks to the device"): one domain per
+// unit id and table, sorted by start address, ranges merged when they overlap, touch, or are at
+// most `maxGap` apart, never crossing the protocol's limit of 125 registers / 2000 bits per request
+// (Modbus Application Protocol V1.1b3 §6.1–6.4).
 
 import { MAX_READ_BITS, MAX_READ_REGISTERS, READ_FC, isBitTable, type Table } from './constants.js';
 import type { ModbusChannelSpec } from './config.js';

@@ -1,4 +1,4 @@
-// ASSET-V1 carries values as text (reference §3.2): Java `toString()` of the TypedValue, base64 for
+// ASSET-V1 carries values as text (docs/mqtt.md "ASSET-V1"): Java `toString()` of the TypedValue, base64 for
 // BYTE_ARRAY; writes parse the text with Java's parsers. The conversions live in assets/values.ts
 // (the REST API uses the same Java text forms); ASSET-V1 differs only in accepting NaN and
 // Infinity, which Java's Double.parseDouble accepts and a text payload can carry.
