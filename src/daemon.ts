@@ -1,5 +1,6 @@
 // The daemon, assembled in one place from parts that can each be started in a test.
 
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { Logger } from './log.js';
 import { createLogger } from './log.js';
@@ -105,6 +106,8 @@ export class Daemon {
       } else {
         const ss = ensureSelfSigned(this.config.dataDir);
         if (ss.generated) this.log.warn('no keystore configured: generated a self-signed certificate', { dir: this.config.dataDir });
+        // What a technician compares with the browser's certificate view (docs/installation.md).
+        this.log.always('self-signed certificate', { sha256: new crypto.X509Certificate(ss.cert).fingerprint256 });
         tls = { cert: ss.cert, key: ss.key };
       }
       specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));

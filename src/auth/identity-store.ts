@@ -117,6 +117,17 @@ export class IdentityStore {
     return store;
   }
 
+  /**
+   * A device provisioned without a factory password (the production configuration) has no way in by
+   * password until a technician runs `gatewayd passwd` on it: say so at start (docs/installation.md).
+   */
+  warnIfNoAdminPassword(): void {
+    const list = this.list().filter((i) => i.permissions.includes(ADMIN_PERMISSION));
+    if (list.length > 0 && list.every((i) => i.passwordHash === undefined)) {
+      this.log.warn('no administrator has a password: password login stays off until one is set on the device with gatewayd passwd NAME', { identities: list.map((i) => i.name).join(',') });
+    }
+  }
+
   get(name: string): Identity | undefined {
     return this.identities.get(name);
   }

@@ -115,6 +115,7 @@ export class AuthLayer {
   /** Opens the identity store (seeding it on first start) and installs the stages and filters. */
   static async start(config: Config, http: HttpServer, log: Logger): Promise<AuthLayer> {
     const identities = await IdentityStore.open(config.dataDir, config.identities, log);
+    identities.warnIfNoAdminPassword();
     const layer = new AuthLayer(config, identities, http, log);
     layer.install();
     return layer;

@@ -7,7 +7,7 @@ import type { DeployConfig } from './config.js';
 import { DeploymentService } from './service.js';
 import { PluginHost, type AuthProviderSink, type DriverFactorySink } from '../plugins/host.js';
 import { mountDeployApi } from '../api/deploy.js';
-import { signatureCheck } from './signature.js';
+import { refuseUnsigned, signatureCheck } from './signature.js';
 
 export interface DeploymentDeps {
   server: HttpServer;
@@ -31,7 +31,8 @@ export interface DeploymentComponent {
 export async function startDeployment(deps: DeploymentDeps): Promise<DeploymentComponent> {
   const plugins = new PluginHost({ log: deps.log, drivers: deps.drivers, auth: deps.auth });
   // Trust anchors are read once at start; a changed list needs a restart (it guards every install).
-  const check = deps.config['trust.anchors'].length > 0 ? signatureCheck(deps.config['trust.anchors']) : undefined;
+  const anchors = deps.config['trust.anchors'];
+  const check = anchors.length > 0 ? signatureCheck(anchors) : deps.config['unsigned.allowed'] ? undefined : refuseUnsigned;
   const service = new DeploymentService({ dataDir: deps.dataDir, config: deps.config, log: deps.log, plugins, check });
   mountDeployApi(deps.server, { deploy: service, log: deps.log });
   await service.start();

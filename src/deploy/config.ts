@@ -1,9 +1,9 @@
 // The `deploy` section of the configuration file (contract §2), with gatewayd's additions:
-// `download.max.redirects` and `trust.anchors` (see src/deploy/signature.ts).
+// `download.max.redirects`, `trust.anchors` and `unsigned.allowed` (see src/deploy/signature.ts).
 
 import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
-import { arrayOf, num, problem, section, str, warning, type Validator } from '../config/schema.js';
+import { arrayOf, bool, num, problem, section, str, warning, type Validator } from '../config/schema.js';
 
 export interface DeployConfig {
   /** Base of the marketplace API: `<base>/node/<id>/api/p` is fetched for `_packageDescriptor`. */
@@ -22,6 +22,8 @@ export interface DeployConfig {
   'file.allowed.dirs': string[];
   /** Public keys (PEM text, or the absolute path of a PEM file); non-empty: packages must be signed. */
   'trust.anchors': string[];
+  /** false: without trust anchors every package is refused (the production configuration sets it). */
+  'unsigned.allowed': boolean;
 }
 
 export const DEPLOY_DEFAULTS: DeployConfig = {
@@ -33,6 +35,7 @@ export const DEPLOY_DEFAULTS: DeployConfig = {
   'download.max.redirects': 5,
   'file.allowed.dirs': ['/tmp'],
   'trust.anchors': [],
+  'unsigned.allowed': true,
 };
 
 const httpUrl: Validator<string> = (raw, path, p) => {
@@ -68,6 +71,7 @@ const validate = section<DeployConfig>({
   'download.max.redirects': [num({ int: true, min: 0, max: 20 }), DEPLOY_DEFAULTS['download.max.redirects']],
   'file.allowed.dirs': [arrayOf(str({ nonEmpty: true })), DEPLOY_DEFAULTS['file.allowed.dirs']],
   'trust.anchors': [arrayOf(trustAnchor), DEPLOY_DEFAULTS['trust.anchors']],
+  'unsigned.allowed': [bool, DEPLOY_DEFAULTS['unsigned.allowed']],
 });
 
 /** Validates the `deploy` section (absent: all defaults). Relative folders are the caller's to resolve. */

@@ -57,6 +57,14 @@ export function loadTrustAnchors(anchors: string[]): { keys: crypto.KeyObject[];
   return { keys, errors };
 }
 
+/**
+ * `deploy.unsigned.allowed: false` without trust anchors: no signature can be verified, so every
+ * package is refused, and the message says which key to set (docs/installation.md).
+ */
+export const refuseUnsigned: ArchiveCheck = async () => {
+  throw new PackageError('unsigned packages are refused (deploy.unsigned.allowed is false) and deploy.trust.anchors has no key to verify a signature with');
+};
+
 /** A store check refusing packages without a valid signature by one of `anchors`. */
 export function signatureCheck(anchors: string[]): ArchiveCheck {
   const { keys, errors } = loadTrustAnchors(anchors);

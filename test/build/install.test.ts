@@ -59,6 +59,10 @@ t.test('the image tree', async (t) => {
   t.equal(cfg.rest['auth.basic.enabled'], false);
   t.equal(cfg.mqtt.enabled, true);
   t.match(cfg.mqtt['broker-url'], /^mqtt:\/\/127\.0\.0\.1:1883$/);
+  // Safe defaults: no factory password anywhere, unsigned packages refused (the integrator opts out
+  // with deploy.unsigned.allowed or sets deploy.trust.anchors).
+  t.same(Object.values(cfg.identities).map((i: any) => [i.password, i.passwordHash]), [[undefined, undefined]], 'no factory password');
+  t.equal(cfg.deploy['unsigned.allowed'], false, 'unsigned packages refused');
   const check = spawnSync(img.at('/usr/bin/gatewayd'), ['check-config', '--config', img.at('/etc/gatewayd/gatewayd.json')], { encoding: 'utf8', env: serviceEnv() });
   t.equal(check.status, 0, `check-config through the launcher: ${check.stdout}${check.stderr}`);
   const ver = spawnSync(img.at('/usr/bin/gatewayd'), ['--version'], { encoding: 'utf8', env: serviceEnv() });
@@ -111,7 +115,7 @@ function provision(t: Parameters<typeof install>[0], img: ReturnType<typeof inst
 }
 
 /** What the technician does against the production configuration. */
-async function exerciseProduction(t: any, d: ReturnType<typeof watchProcess>, pki: ReturnType<typeof makePki>) {
+async function exerciseProduction(t: any, d: ReturnType<typeof watchProcess>, pki: ReturnType<typeof makePki>, img: ReturnType<typeof install>) {
   await d.waitForLog(/msg="gatewayd ready"/, 20_000);
   const ready = d.logs.find((l) => l.includes('gatewayd ready'))!;
   t.match(ready, new RegExp(`https:${d.ports.https[0]}`), 'HTTPS port for the technician');
@@ -122,11 +126,19 @@ async function exerciseProduction(t: any, d: ReturnType<typeof watchProcess>, pk
   const basic = await d.request('/services/assets/demo/_read', { port: d.ports.https[0], tls: true, headers: { authorization: `Basic ${Buffer.from('admin:admin').toString('base64')}` } });
   t.equal(basic.status, 401, 'BASIC refused');
 
-  // Password login works over HTTPS; the seeded admin must change its password first.
+  // No factory password: password login is off, and the start says how to provision one.
+  t.equal((await new Browser(d, { port: d.ports.https[0], tls: true }).loginPassword('admin', 'admin')).status, 401, 'no admin/admin');
+  t.ok(d.logs.some((l) => /no administrator has a password: .*gatewayd passwd NAME.*identities=admin/.test(l)), 'the log names the provisioning step');
+  t.ok(d.logs.some((l) => /msg="self-signed certificate" sha256=([0-9A-F]{2}:){31}[0-9A-F]{2}/.test(l)), 'the certificate fingerprint is logged');
+  // The technician sets it on the device through the installed launcher (as root when we are: the
+  // store stays the daemon user's, and the running daemon takes it at once).
+  const pw = spawnSync(img.at('/usr/bin/gatewayd'), ['passwd', '--config', d.configFile, 'admin'], { input: 'Provisioned-1234\n', encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  t.equal(pw.status, 0, pw.stderr);
+  // Password login works over HTTPS; the provisioned admin must still change its password first.
   const b = new Browser(d, { port: d.ports.https[0], tls: true });
-  const login = await b.loginPassword('admin', 'admin');
+  const login = await b.loginPassword('admin', 'Provisioned-1234');
   t.equal(login.status, 200, 'password login over HTTPS');
-  t.equal(login.json().passwordChangeNeeded, true, 'the seeded admin password must be changed');
+  t.equal(login.json().passwordChangeNeeded, true, 'the provisioned admin password must be changed');
   t.match(String(login.headers['set-cookie']), /Secure/, 'session cookie is Secure over HTTPS');
 
   // Certificate login on the client-auth port, then the demo asset.
@@ -174,7 +186,7 @@ t.test('the installed tree started as the systemd unit starts it', { ...need(hav
     }
   });
   const d = watchProcess(t, proc, ports, dataDir, file, work);
-  await exerciseProduction(t, d, pki);
+  await exerciseProduction(t, d, pki, img);
 
   // $MAINPID is the node process (the launcher execs it); under strace it is not our child.
   const mainPid = Number(/ pid=(\d+)/.exec(d.logs.find((l) => l.includes('gatewayd ready'))!)![1]);
