@@ -1,4 +1,4 @@
-// Deployment API, `/services/deploy/v2` (interface §4.2, kura/deploy-assets-messaging.md §1).
+// Deployment API, `/services/deploy/v2` (docs/rest-api.md "deploy/v2"; Kura's DeploymentRestService).
 // Role `deploy`. Success bodies are JSON (statuses are bare JSON strings such as
 // `"REQUEST_RECEIVED"`); errors are Kura's text/plain strings.
 //
@@ -43,7 +43,7 @@ export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentSer
 
   server.route('POST', `${BASE}/_install`, family, async (ctx) => {
     const url = await urlOf(ctx);
-    // Contract §5: an empty or missing url is 400 `Bad request` (Kura accepts "" and fails later).
+    // An empty or missing url is 400 `Bad request` (Kura accepts "" and fails later; COMPATIBILITY.md).
     if (typeof url !== 'string' || url === '') throw new HttpError(400, 'Bad request');
     try {
       ctx.json(200, deploy.requestInstall(url));
@@ -87,7 +87,7 @@ export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentSer
   }, ROLE);
 }
 
-/** The `url` of an InstallRequest body; `undefined` when absent. Malformed JSON is 400 (contract §4). */
+/** The `url` of an InstallRequest body; `undefined` when absent. Malformed JSON is 400 (COMPATIBILITY.md). */
 async function urlOf(ctx: RequestContext): Promise<unknown> {
   // A missing body is Kura's `Bad request` (its null-request check), not the generic message.
   const body = await readJsonBody(ctx);

@@ -1,9 +1,9 @@
-// `gatewayd passwd [--config FILE] [--clear-change-flag] NAME` (contract §1): field recovery. Sets
-// an identity's password from standard input in the identity store of the configured dataDir
-// (seeding the store first on a device that never started). A running daemon notices the changed
-// file at the next password check; the identity's sessions then end. Run as root, it writes as the
-// dataDir's owner (the daemon's user), so the daemon can still read what it wrote. On a terminal the
-// password is read twice without echo (docs/installation.md, "Field recovery").
+// `gatewayd passwd [--config FILE] [--clear-change-flag] NAME`: field recovery (docs/installation.md
+// "Field recovery"). Sets an identity's password from standard input in the identity store of the
+// configured dataDir (seeding the store first on a device that never started). A running daemon
+// notices the changed file at the next password check; the identity's sessions then end. Run as
+// root, it writes as the dataDir's owner (the daemon's user), so the daemon can still read what it
+// wrote. On a terminal the password is read twice without echo.
 
 import { createLogger } from '../log.js';
 import { VERSION } from '../version.js';

@@ -1,8 +1,9 @@
-// Password strength rules from the `console` section (kura/session-auth.md §11).
+// Password strength rules from the `console` section (docs/configuration.md "console"), checked as
+// Kura's IdentityService checks them.
 
 import type { ConsoleConfig } from './config.js';
 
-/** identity/v1/passwordRequirements, keys in Kura's JSON order (§12 pitfall: special before cases). */
+/** identity/v1/passwordRequirements, keys in Kura's JSON order (special before cases). */
 export interface PasswordRequirements {
   passwordMinimumLength: number;
   passwordRequireDigits: boolean;
@@ -20,7 +21,7 @@ export function requirementsOf(c: ConsoleConfig): PasswordRequirements {
 }
 
 // Kura's rules are whole-string Java regex matches where `.` does not cross line terminators, so a
-// password holding one fails every enabled regex rule (§11); U+0085 is one of Java's terminators.
+// password holding one fails every enabled regex rule; U+0085 is one of Java's terminators.
 const LINE_TERMINATOR = /[\n\r\u0085\u2028\u2029]/;
 
 /**

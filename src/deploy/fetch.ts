@@ -1,10 +1,10 @@
 // Getting a package file to install: `http:`/`https:` downloads and `file:` copies, each written
 // to a path inside dataDir, never more than `maxBytes`.
 //
-// Kura follows 301/302/303 without limit and moves `file:` sources into its packages folder
-// (kura/deploy-assets-messaging.md §1.2); gatewayd follows at most `maxRedirects` redirects
-// (301/302/303/307/308, never to another scheme than http/https) and copies `file:` sources, so the
-// user's file is never moved or deleted (contract §4).
+// Kura's DeploymentAgent follows 301/302/303 without limit and moves `file:` sources into its
+// packages folder; gatewayd follows at most `maxRedirects` redirects (301/302/303/307/308, never to
+// another scheme than http/https) and copies `file:` sources, so the user's file is never moved or
+// deleted (COMPATIBILITY.md "Decided deviations").
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -28,7 +28,7 @@ export interface FetchOptions {
   signal?: AbortSignal;
 }
 
-/** A request refused before anything is queued (contract §4: answered 400). */
+/** A request refused before anything is queued (answered 400; COMPATIBILITY.md). */
 export class UrlRefusedError extends Error {
   override name = 'UrlRefusedError';
 }

@@ -1,6 +1,6 @@
 // Install and uninstall jobs, applied one at a time in the order they were queued, as Kura's
-// single-thread "DeploymentAgent" executor does (kura/deploy-assets-messaging.md §1.2), with two
-// changes so that a slow download cannot hold the device's deployments hostage (docs/rest-api.md):
+// single-thread "DeploymentAgent" executor does, with two changes so that a slow download cannot
+// hold the device's deployments hostage (docs/rest-api.md):
 //
 // - A download (an install's `fetch` step) runs in its own lane, one at a time, before the job is
 //   applied. While installs are still downloading, an uninstall of an *installed* package is applied

@@ -2,10 +2,10 @@
 // (one at a time, in order), fetches package files, installs them into the store and starts or
 // stops their extension code.
 //
-// Kura's repeat semantics (kura/deploy-assets-messaging.md §1.2, §1.4): an install whose exact URL
-// string is still queued or running answers INSTALLING without queueing; an uninstall whose name is
-// pending answers UNINSTALLING; anything else answers REQUEST_RECEIVED, including an uninstall of a
-// name that is not installed (the job then fails, visible in the jobs list).
+// Kura's repeat semantics (its DeploymentRestService and DeploymentAgent): an install whose exact
+// URL string is still queued or running answers INSTALLING without queueing; an uninstall whose
+// name is pending answers UNINSTALLING; anything else answers REQUEST_RECEIVED, including an
+// uninstall of a name that is not installed (the job then fails, visible in the jobs list).
 
 import fsp from 'node:fs/promises';
 import type { Logger } from '../log.js';
@@ -118,7 +118,7 @@ export class DeploymentService {
 
   /**
    * Queues the install of an uploaded file already written to `file` (from `incomingPath()`);
-   * the file is removed when the job ends. Uploads never repeat: each is a new file (§1.3).
+   * the file is removed when the job ends. Uploads never repeat: each is a new file (as in Kura).
    */
   installUploaded(file: string, originalName: string): DeploymentRequestStatus {
     this.jobs.enqueue('install', file, { url: `upload:${originalName}` }, async (job) => {
