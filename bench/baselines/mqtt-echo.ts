@@ -1,6 +1,6 @@
 // Baseline for ASSET-V1 over MQTT: a bare echo through the same broker (the ceiling). It listens
-// where gatewayd would (bare `json` encoding, contract §3) and answers every EXEC/read with the
-// same reply bytes gatewayd sent, without reading anything.
+// where gatewayd would (bare `json` encoding, docs/mqtt.md "Encodings") and answers every EXEC/read
+// with the same reply bytes gatewayd sent, without reading anything.
 //
 //   node bench/out/mqtt-echo.mjs PORT CLIENT_ID REPLY_FILE   → {"ready":true}
 

@@ -1,5 +1,5 @@
 // The benchmark's own HTTP(S) client: keep-alive requests, Kura session login (cookie + XSRF
-// token, interface §4.1) and BASIC credentials.
+// token, docs/rest-api.md "session/v1") and BASIC credentials.
 
 import http from 'node:http';
 import https from 'node:https';

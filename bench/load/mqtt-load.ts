@@ -1,5 +1,5 @@
 // MQTT load generator (a process of its own): ASSET-V1 EXEC/read requests in the bare `json`
-// encoding (contract §3) to TARGET's client id, replies matched by request id.
+// encoding (docs/mqtt.md "Encodings") to TARGET's client id, replies matched by request id.
 //
 //   node bench/out/mqtt-load.mjs PORT TARGET ASSET
 //   → {"ready":true}; then stdin commands, one JSON line each, answered on stdout:

@@ -1,5 +1,5 @@
 // Issue 8 §3: ASSET-V1 EXEC/read round trip (p50/p99) and requests/s through Mosquitto in the bare
-// `json` encoding (contract §3), against a bare echo through the same broker (the ceiling). The
+// `json` encoding (docs/mqtt.md "Encodings"), against a bare echo through the same broker (the ceiling). The
 // load generator and the echo are processes of their own.
 
 import fs from 'node:fs';
@@ -30,7 +30,7 @@ export async function mqttSection(res: Results, opt: Options): Promise<void> {
     const gw = await startGatewayd(scope, config);
     const toGw = await startJsonChild(scope, 'mqtt-load', [String(broker.port), 'gatewayd', ASSET]);
 
-    // The ready line does not wait for MQTT (contract §5): ask until gatewayd has subscribed.
+    // The ready line does not wait for MQTT (docs/mqtt.md): ask until gatewayd has subscribed.
     let sample: string | undefined;
     for (let i = 0; i < 20 && !sample; i++) {
       try {
