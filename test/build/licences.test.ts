@@ -36,7 +36,7 @@ t.test('THIRD-PARTY-NOTICES in the image lists every bundled package with its li
     const m = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(input);
     if (m) bundled.add(m[1]);
   }
-  for (const p of ['mqtt-packet', 'bl', 'busboy', 'streamsearch', 'uuid']) t.ok(bundled.has(p), `${p} is bundled`);
+  for (const p of ['mqtt-packet', 'busboy', 'streamsearch', 'uuid']) t.ok(bundled.has(p), `${p} is bundled`);
   t.notOk(bundled.has('readable-stream'), 'readable-stream is replaced by node:stream, so not shipped');
 
   const img = install(t);
@@ -48,7 +48,6 @@ t.test('THIRD-PARTY-NOTICES in the image lists every bundled package with its li
     const pkgDir = path.join(ROOT, 'node_modules', name);
     const pkg = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
     t.equal(version, pkg.version, `${name}: version`);
-    t.match(licence, /^(MIT|ISC)$/, `${name}: licence ${licence} is one the recipes declare`);
     const files = fs.readdirSync(pkgDir).filter((f) => /^licen[cs]e/i.test(f));
     t.ok(files.length > 0 && files.every((f) => notices.includes(fs.readFileSync(path.join(pkgDir, f), 'utf8').trim())), `${name}: licence text included`);
   }
@@ -61,10 +60,10 @@ t.test('THIRD-PARTY-NOTICES in the image lists every bundled package with its li
   const declared = /^LICENSE = "([^"]+)"/m.exec(bb)![1].split(' & ');
   const br = read('build/buildroot/package/gatewayd/gatewayd.mk');
   const brDeclared = /^GATEWAYD_LICENSE = (.+)$/m.exec(br)![1].split(', ');
-  for (const l of new Set(['EPL-2.0', ...listed.map((m) => m[3])])) {
-    t.ok(declared.includes(l), `Yocto LICENSE has ${l}`);
-    t.ok(brDeclared.includes(l), `Buildroot GATEWAYD_LICENSE has ${l}`);
-  }
+  // Exactly the licences shipped: none missing, none left over from a dependency that went away.
+  const shipped = [...new Set(['EPL-2.0', ...listed.map((m) => m[3])])].sort();
+  t.same([...declared].sort(), shipped, 'Yocto LICENSE');
+  t.same([...brDeclared].sort(), shipped, 'Buildroot GATEWAYD_LICENSE');
   t.match(bb, /install -m 0644 \$\{S\}\/usr\/share\/licenses\/gatewayd\/LICENSE \$\{S\}\/usr\/share\/licenses\/gatewayd\/THIRD-PARTY-NOTICES/);
   t.match(br, /^GATEWAYD_LICENSE_FILES = LICENSE dist\/THIRD-PARTY-NOTICES$/m);
 });

@@ -2,12 +2,12 @@ SUMMARY = "gatewayd: Kura-compatible REST, session and asset-messaging service"
 DESCRIPTION = "One bundled ES module run by the image's nodejs: REST and session API, BASIC and \
 client-certificate authentication, deployment packages, assets over Modbus TCP/RTU and GPIO, and \
 ASSET-V1 over MQTT."
-# gatewayd is EPL-2.0; the bundle also contains npm packages under MIT and ISC, whose texts are in
+# gatewayd is EPL-2.0; the bundle also contains npm packages under MIT, whose texts are in
 # THIRD-PARTY-NOTICES (written by the build from exactly what the bundle contains). A dependency
 # update changes that file: test/build/licences.test.ts then asks for the new md5 here.
-LICENSE = "EPL-2.0 & MIT & ISC"
+LICENSE = "EPL-2.0 & MIT"
 LIC_FILES_CHKSUM = "file://usr/share/licenses/gatewayd/LICENSE;md5=c7cc8aa73fb5717f8291fcec5ce9ed6c \
-                    file://usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES;md5=cb660623583f686cab32649f2ccdcf3d"
+                    file://usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES;md5=4d856e224d34fbefee8ffdd00c7edbcb"
 
 # The prebuilt image tree, made in the gatewayd repository (docs/installation.md "Yocto"):
 #   make install DESTDIR=$PWD/stage PREFIX=/usr && tar -C stage -czf gatewayd-0.1.0-image.tar.gz .
