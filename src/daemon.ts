@@ -23,6 +23,8 @@ import { familyApplication } from './core/mqtt.js';
 import { mountRest } from './core/rest.js';
 import type { Family } from './core/family.js';
 import { startDeployment } from './deploy/component.js';
+import { mountSystemApi } from './api/system.js';
+import { mountConsole } from './console/serve.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -46,6 +48,7 @@ export class Daemon {
   readonly applications: MqttApplications;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
+  private mqtt: MqttService | undefined;
   private components: Component[] = [];
   private stopping: Promise<void> | undefined;
   config: Config;
@@ -84,11 +87,13 @@ export class Daemon {
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     mountAssetsApi(this.http, { assets: this.assets, log: this.log });
     this.mount(assetV1Family(this.assets));
+    mountSystemApi(this.http, { config: () => this.config, mqtt: () => this.mqtt?.stats() });
+    mountConsole(this.http, { enabled: () => this.config.console['console.enabled'], log: this.log });
     // Installed packages start (and register their drivers) before the listeners accept.
     this.components.push(await startDeployment({ server: this.http, dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, log: this.log }));
     await this.listen();
     // MQTT connects in the background: readiness does not wait for the broker (contract §5).
-    const mqtt = new MqttService({ config: cfg.mqtt, assets: this.assets, applications: this.applications, dataDir: cfg.dataDir, log: this.log });
+    const mqtt = (this.mqtt = new MqttService({ config: cfg.mqtt, assets: this.assets, applications: this.applications, dataDir: cfg.dataDir, log: this.log }));
     await mqtt.start();
     this.components.push({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
     const ports = this.http.listeners().map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`).join(',');

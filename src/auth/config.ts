@@ -20,6 +20,8 @@ export interface RestConfig {
 }
 
 export interface ConsoleConfig {
+  /** Serve the field console at /console/ (docs/console.md). */
+  'console.enabled': boolean;
   'access.banner.enabled': boolean;
   'access.banner.content': string;
   'new.password.min.length': number;
@@ -50,6 +52,7 @@ export const validateRest = section<RestConfig>({
 });
 
 export const validateConsole = section<ConsoleConfig>({
+  'console.enabled': [bool, true],
   'access.banner.enabled': [bool, false],
   'access.banner.content': [str(), ''],
   'new.password.min.length': [num({ int: true, min: 0, max: 1024 }), 8],

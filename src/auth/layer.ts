@@ -75,6 +75,16 @@ export function commonName(subject: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * A request made by a script (the field console's fetch calls), not by the user's navigation: its
+ * 401 carries no Basic challenge, so the browser does not open its own login dialog over the page
+ * (docs/console.md).
+ */
+function scripted(ctx: RequestContext): boolean {
+  const mode = ctx.header('sec-fetch-mode');
+  return (mode !== undefined && mode !== 'navigate') || ctx.header('x-requested-with')?.toLowerCase() === 'xmlhttprequest';
+}
+
 /** Kura compares exemption paths on the decoded path; a trailing slash reaches the same route here. */
 function normalPath(p: string): string {
   const s = p.replace(/\/{2,}/g, '/');
@@ -164,7 +174,7 @@ export class AuthLayer {
     filters.push((ctx, status, headers) => {
       // Kura's RestService response filter: a 403 without a principal is a 401.
       if (status === 403 && !ctx.principal) status = 401;
-      if ((status === 401 || status === 403) && this.basicEnabled) headers['www-authenticate'] = BASIC_CHALLENGE;
+      if ((status === 401 || status === 403) && this.basicEnabled && !scripted(ctx)) headers['www-authenticate'] = BASIC_CHALLENGE;
       return status;
     });
   }
