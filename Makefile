@@ -7,7 +7,7 @@ DESTDIR ?=
 CONFIG  ?= config/dev.json
 TAP_ARGS ?=
 
-SOURCES := $(shell find src -name '*.ts') build/build.mjs package.json
+SOURCES := $(shell find src console -type f) build/build.mjs package.json
 
 .PHONY: all deps test-deps build run test check typecheck clean bench robustness soak install arm-check
 
@@ -34,6 +34,7 @@ run: build
 
 typecheck: deps
 	npx tsc --noEmit -p .
+	npx tsc --noEmit -p console
 
 test: deps test-deps build typecheck
 	npx tap $(TAP_ARGS)

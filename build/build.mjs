@@ -8,6 +8,7 @@ import { build } from 'esbuild';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import zlib from 'node:zlib';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -75,10 +76,52 @@ for (const [name, dir] of [...packages].sort(([a], [b]) => (a < b ? -1 : 1))) {
 fs.writeFileSync(path.join(path.dirname(outfile), 'THIRD-PARTY-NOTICES'), notices);
 // GATEWAYD_METAFILE: where to keep esbuild's metafile (test/build/licences.test.ts checks the notices against it).
 if (process.env.GATEWAYD_METAFILE) fs.writeFileSync(process.env.GATEWAYD_METAFILE, JSON.stringify(result.metafile));
+await buildConsole(path.join(path.dirname(outfile), 'console'));
 
 const size = fs.statSync(outfile).size;
 console.log(`dist/gatewayd.js ${size} bytes (${(size / 1024).toFixed(1)} KB, limit ${LIMIT / 1024} KB)`);
 if (size > LIMIT) {
   console.error(`bundle exceeds ${LIMIT} bytes`);
   process.exit(1);
+}
+
+/**
+ * The field console (docs/console.md): console/ → <bundle dir>/console/ with content-hashed names,
+ * each file beside its .gz and .br. Not part of the bundle. The daemon serves the precompressed form.
+ */
+async function buildConsole(dir) {
+  const src = path.join(root, 'console');
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const r = await build({
+    entryPoints: [path.join(src, 'src', 'main.ts'), path.join(src, 'style.css')],
+    outdir: dir,
+    entryNames: '[name]-[hash]',
+    bundle: true,
+    format: 'esm',
+    target: 'es2020',
+    minify: true,
+    legalComments: 'none',
+    tsconfig: path.join(src, 'tsconfig.json'),
+    write: false,
+    logLevel: 'warning',
+  });
+  const names = [];
+  for (const f of r.outputFiles) {
+    fs.writeFileSync(f.path, f.contents);
+    names.push(path.basename(f.path));
+  }
+  const asset = (re) => `/console/${names.find((n) => re.test(n))}`;
+  const html = fs.readFileSync(path.join(src, 'index.html'), 'utf8').replace('%JS%', asset(/^main-.*\.js$/)).replace('%CSS%', asset(/^style-.*\.css$/));
+  fs.writeFileSync(path.join(dir, 'index.html'), html);
+  names.push('index.html');
+  let first = 0;
+  for (const n of names) {
+    const raw = fs.readFileSync(path.join(dir, n));
+    const br = zlib.brotliCompressSync(raw, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } });
+    fs.writeFileSync(path.join(dir, `${n}.gz`), zlib.gzipSync(raw, { level: 9 }));
+    fs.writeFileSync(path.join(dir, `${n}.br`), br);
+    first += br.length;
+  }
+  console.log(`dist/console: ${names.join(', ')} (first load ${first} bytes brotli)`);
 }

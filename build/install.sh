@@ -7,7 +7,7 @@
 #   SYSTEMDUNITDIR $PREFIX/lib/systemd/system
 #   BUNDLE         dist/gatewayd.js (installed as gatewayd.mjs so it stays an ES module anywhere);
 #                  the THIRD-PARTY-NOTICES the build wrote beside it go with LICENSE into
-#                  $PREFIX/share/licenses/gatewayd
+#                  $PREFIX/share/licenses/gatewayd; the console/ folder beside it is installed beside it
 #   INIT           both | systemd | sysvinit   which service files to install (both)
 #
 # Recipes (build/yocto, build/buildroot) do the same steps with their own install helpers; keep
@@ -44,6 +44,11 @@ subst() { # mode source target
 }
 
 put 0644 "$BUNDLE" "$DESTDIR$PREFIX/lib/gatewayd/gatewayd.mjs"
+# The field console's files beside the bundle (the daemon looks for console/ next to itself).
+rm -rf "$DESTDIR$PREFIX/lib/gatewayd/console"
+for f in "$(dirname "$BUNDLE")"/console/*; do
+  if [ -f "$f" ]; then put 0644 "$f" "$DESTDIR$PREFIX/lib/gatewayd/console/$(basename "$f")"; fi
+done
 put 0755 rootfs/usr/bin/gatewayd "$DESTDIR$PREFIX/bin/gatewayd"
 put 0644 LICENSE "$DESTDIR$PREFIX/share/licenses/gatewayd/LICENSE"
 put 0644 "$NOTICES" "$DESTDIR$PREFIX/share/licenses/gatewayd/THIRD-PARTY-NOTICES"

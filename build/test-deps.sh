@@ -13,6 +13,8 @@ command -v busybox >/dev/null 2>&1 || need="$need busybox"
 # test/build/licences.test.ts copies a checkout the way Buildroot does, with rsync.
 command -v rsync >/dev/null 2>&1 || need="$need rsync"
 /usr/bin/python3 -c 'import pymodbus' >/dev/null 2>&1 || need="$need python3-pymodbus"
+# test/console/*: the field console in a real browser (Debian's chromium, driven by playwright-core).
+[ -x /usr/bin/chromium ] || need="$need chromium"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing test peers:$need"

@@ -37,6 +37,9 @@ t.test('the image tree', async (t) => {
 
   t.same(fs.readFileSync(img.at('/usr/lib/gatewayd/gatewayd.mjs')), fs.readFileSync(BUNDLE), 'bundle installed as gatewayd.mjs, unchanged');
   t.equal(mode('/usr/lib/gatewayd/gatewayd.mjs'), 0o644);
+  const shipped = fs.readdirSync(path.join(path.dirname(BUNDLE), 'console')).sort();
+  t.same(fs.readdirSync(img.at('/usr/lib/gatewayd/console')).sort(), shipped, 'the console files are installed beside the bundle');
+  t.ok(shipped.includes('index.html') && shipped.includes('index.html.br'), 'page and precompressed forms');
   t.equal(mode('/usr/bin/gatewayd'), 0o755, 'launcher executable');
   t.equal(mode('/etc/init.d/gatewayd'), 0o755, 'init script executable');
   t.equal(mode('/usr/lib/systemd/system/gatewayd.service'), 0o644);
@@ -140,6 +143,11 @@ async function exerciseProduction(t: any, d: ReturnType<typeof watchProcess>, pk
   t.equal(login.status, 200, 'password login over HTTPS');
   t.equal(login.json().passwordChangeNeeded, true, 'the provisioned admin password must be changed');
   t.match(String(login.headers['set-cookie']), /Secure/, 'session cookie is Secure over HTTPS');
+
+  // The field console is served next to the installed bundle.
+  const page = await d.request('/console/', { port: d.ports.https[0], tls: true });
+  t.equal(page.status, 200, 'console served by the installed daemon');
+  t.match(page.headers['content-security-policy'], /frame-ancestors 'none'/);
 
   // Certificate login on the client-auth port, then the demo asset.
   const c = await certificateLogin(d, pki.client('admin'));

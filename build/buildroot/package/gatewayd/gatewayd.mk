@@ -27,6 +27,7 @@ endef
 # The same layout as the repository's build/install.sh (make install).
 define GATEWAYD_INSTALL_TARGET_CMDS
 	$(INSTALL) -D -m 0644 $(@D)/dist/gatewayd.js $(TARGET_DIR)/usr/lib/gatewayd/gatewayd.mjs
+	rm -rf $(TARGET_DIR)/usr/lib/gatewayd/console && cp -R $(@D)/dist/console $(TARGET_DIR)/usr/lib/gatewayd/
 	$(INSTALL) -D -m 0755 $(@D)/rootfs/usr/bin/gatewayd $(TARGET_DIR)/usr/bin/gatewayd
 	$(INSTALL) -D -m 0644 $(@D)/LICENSE $(TARGET_DIR)/usr/share/licenses/gatewayd/LICENSE
 	$(INSTALL) -D -m 0644 $(@D)/dist/THIRD-PARTY-NOTICES $(TARGET_DIR)/usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES

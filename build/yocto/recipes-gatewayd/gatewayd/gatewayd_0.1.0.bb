@@ -44,6 +44,8 @@ do_install() {
     # libdir (which is lib64 on some 64-bit machines).
     install -d ${D}${nonarch_libdir}/gatewayd ${D}${bindir} ${D}${sysconfdir}/gatewayd
     install -m 0644 ${S}/usr/lib/gatewayd/gatewayd.mjs ${D}${nonarch_libdir}/gatewayd/gatewayd.mjs
+    # The field console's files (content-hashed names) beside the bundle.
+    cp -R --no-preserve=ownership ${S}/usr/lib/gatewayd/console ${D}${nonarch_libdir}/gatewayd/
     install -m 0755 ${S}/usr/bin/gatewayd ${D}${bindir}/gatewayd
     install -d ${D}${datadir}/licenses/gatewayd
     install -m 0644 ${S}/usr/share/licenses/gatewayd/LICENSE ${S}/usr/share/licenses/gatewayd/THIRD-PARTY-NOTICES ${D}${datadir}/licenses/gatewayd/

@@ -1,0 +1,118 @@
+// Assets: the list, then one asset's channels with live values, per-channel errors, and writes.
+
+import { ApiError, get, post, A } from '../api';
+import { every, fmtTime, h, replace } from '../dom';
+import { problem, table } from './common';
+
+interface Channel { name: string; type: 'READ' | 'WRITE' | 'READ_WRITE'; valueType: string; unit?: string; isEnabled: boolean }
+interface Rec { name: string; value?: unknown; timestamp: number; unit?: string; channelStatus: { channelFlag: string; exceptionMessage?: string } }
+
+export function assetsView(root: HTMLElement, args: string[]): (() => void) | void {
+  if (args[0]) return assetView(root, args[0]);
+  replace(root, h('h1', null, 'Assets'), h('p', { 'aria-busy': 'true' }, 'Loading…'));
+  get<string[]>(A).then(
+    (names) => replace(root, h('h1', null, 'Assets'), names.length === 0
+      ? h('p', { class: 'empty' }, 'No assets are configured on this gateway.')
+      : h('ul', { class: 'cards' }, names.map((n) => h('li', null, h('a', { href: `#/assets/${encodeURIComponent(n)}` }, n))))),
+    (e) => replace(root, h('h1', null, 'Assets'), problem(e, 'rest.assets')),
+  );
+}
+
+/** An input that fits the channel's value type; `read()` gives the JSON text of the value or throws. */
+function valueInput(c: Channel): { el: HTMLInputElement | HTMLSelectElement; read(): string } {
+  const label = `New value for ${c.name}`;
+  switch (c.valueType) {
+    case 'BOOLEAN': {
+      const el = h('select', { 'aria-label': label }, h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'));
+      return { el, read: () => el.value };
+    }
+    case 'INTEGER':
+    case 'LONG': {
+      const el = h('input', { 'aria-label': label, inputmode: 'numeric', pattern: '-?[0-9]+', placeholder: 'whole number' });
+      return { el, read: () => {
+        const v = el.value.trim();
+        if (!/^-?\d+$/.test(v)) throw new Error(`${c.name}: enter a whole number`);
+        return v; // sent as typed: LONG stays exact beyond 2^53
+      } };
+    }
+    case 'FLOAT':
+    case 'DOUBLE': {
+      const el = h('input', { 'aria-label': label, type: 'number', step: 'any', placeholder: 'number' });
+      return { el, read: () => {
+        if (el.value.trim() === '' || !Number.isFinite(Number(el.value))) throw new Error(`${c.name}: enter a number`);
+        return String(Number(el.value));
+      } };
+    }
+    default: {
+      const el = h('input', { 'aria-label': label, placeholder: c.valueType === 'BYTE_ARRAY' ? 'base64' : 'text' });
+      return { el, read: () => JSON.stringify(el.value) };
+    }
+  }
+}
+
+function assetView(root: HTMLElement, pid: string): (() => void) | void {
+  const base = `${A}/${encodeURIComponent(pid)}`;
+  const head = [h('p', null, h('a', { href: '#/assets' }, '← All assets')), h('h1', null, `Asset ${pid}`)];
+  replace(root, head, h('p', { 'aria-busy': 'true' }, 'Loading…'));
+  let stopPoll: (() => void) | undefined;
+  let stopped = false;
+  get<Channel[]>(base).then((channels) => {
+    if (stopped) return;
+    const cells = new Map<string, { value: HTMLElement; time: HTMLElement }>();
+    const status = h('p', { class: 'muted', role: 'status' });
+    const rows = channels.map((c) => {
+      const value = h('td', { class: 'value' }, c.type === 'WRITE' ? 'write only' : '…');
+      const time = h('td', null, '—');
+      cells.set(c.name, { value, time });
+      let write: HTMLElement = h('span', { class: 'muted' }, c.type === 'READ' ? 'read only' : 'disabled');
+      if (c.type !== 'READ' && c.isEnabled) {
+        const input = valueInput(c);
+        const result = h('span', { class: 'result', role: 'status' });
+        write = h('form', {
+          class: 'inline',
+          onsubmit: async (ev: Event) => {
+            ev.preventDefault();
+            result.className = 'result';
+            try {
+              const text = input.read();
+              const body = `{"channels":[{"name":${JSON.stringify(c.name)},"type":"${c.valueType}","value":${text}}]}`;
+              const [r] = await post<Rec[]>(`${base}/_write`, body);
+              const ok = r?.channelStatus.channelFlag === 'SUCCESS';
+              result.className = ok ? 'result ok' : 'result error';
+              result.textContent = ok ? 'Written' : `Write failed: ${r?.channelStatus.exceptionMessage ?? 'unknown error'}`;
+            } catch (e) {
+              result.className = 'result error';
+              result.textContent = (e as Error).message;
+            }
+          },
+        }, input.el, h('button', { type: 'submit' }, 'Write'), result);
+      }
+      return h('tr', null, h('th', { scope: 'row' }, c.name, c.isEnabled ? null : h('small', null, ' (disabled)')), h('td', null, c.type), h('td', null, c.valueType),
+        value, h('td', null, c.unit ?? ''), time, h('td', null, write));
+    });
+    replace(root, head, channels.length === 0 ? h('p', { class: 'empty' }, 'This asset has no channels.')
+      : [table(['Channel', 'Mode', 'Type', 'Value', 'Unit', 'Read at', 'Write'], rows, `Channels of ${pid}`), status]);
+    if (!channels.some((c) => c.type !== 'WRITE' && c.isEnabled)) return;
+    stopPoll = every(2000, async () => {
+      try {
+        const recs = await get<Rec[]>(`${base}/_read`);
+        for (const r of recs) {
+          const cell = cells.get(r.name);
+          if (!cell) continue;
+          const ok = r.channelStatus.channelFlag === 'SUCCESS';
+          cell.value.className = ok ? 'value' : 'value error';
+          cell.value.textContent = ok ? String(r.value) : `Error: ${r.channelStatus.exceptionMessage ?? 'unknown'}`;
+          cell.time.textContent = fmtTime(r.timestamp);
+        }
+        status.textContent = 'Values refresh every 2 seconds while this page is visible.';
+      } catch (e) {
+        if (e instanceof ApiError && e.status !== 0) throw e;
+        status.textContent = (e as Error).message;
+      }
+    });
+  }, (e) => replace(root, head, problem(e, 'rest.assets')));
+  return () => {
+    stopped = true;
+    stopPoll?.();
+  };
+}

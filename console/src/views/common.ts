@@ -1,0 +1,16 @@
+import { ApiError } from '../api';
+import { h } from '../dom';
+
+/** An error as the view shows it: a 403 names the permission the identity lacks. */
+export function problem(e: unknown, permission?: string): HTMLElement {
+  const msg = e instanceof ApiError && e.status === 403
+    ? `Access denied: your identity lacks the permission this view needs${permission ? ` (${permission})` : ''}. Ask an administrator to grant it.`
+    : (e as Error).message;
+  return h('p', { class: 'error', role: 'alert' }, msg);
+}
+
+export const table = (head: string[], rows: HTMLElement[], caption: string): HTMLElement =>
+  h('div', { class: 'scroll' }, h('table', null, h('caption', { class: 'sr' }, caption), h('thead', null, h('tr', null, head.map((x) => h('th', { scope: 'col' }, x)))), h('tbody', null, rows)));
+
+export const dl = (pairs: [string, unknown][]): HTMLElement =>
+  h('dl', null, pairs.map(([k, v]) => [h('dt', null, k), h('dd', null, v === undefined || v === null || v === '' ? '—' : String(v))]));
