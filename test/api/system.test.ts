@@ -67,7 +67,7 @@ t.test('a 401 for a script carries no Basic challenge while BASIC is on', async 
   const p = '/services/assets';
   t.match((await d.request(p)).headers['www-authenticate'], /^Basic realm="kura-rest-api"$/, 'curl-like client: challenged');
   t.match((await d.request(p, { headers: { 'sec-fetch-mode': 'navigate' } })).headers['www-authenticate'], /Basic/, 'navigation: challenged');
-  for (const headers of [{ 'x-requested-with': 'XMLHttpRequest' }, { 'sec-fetch-mode': 'cors' }, { 'sec-fetch-mode': 'same-origin' }]) {
+  for (const headers of [{ 'x-requested-with': 'XMLHttpRequest' }, { 'sec-fetch-mode': 'cors' }, { 'sec-fetch-mode': 'same-origin' }] as Record<string, string>[]) {
     const r = await d.request(p, { headers });
     t.equal(r.status, 401, JSON.stringify(headers));
     t.equal(r.headers['www-authenticate'], undefined, `${JSON.stringify(headers)}: no challenge`);
