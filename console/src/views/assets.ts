@@ -28,7 +28,7 @@ function valueInput(c: Channel): { el: HTMLInputElement | HTMLSelectElement; rea
     }
     case 'INTEGER':
     case 'LONG': {
-      const el = h('input', { 'aria-label': label, inputmode: 'numeric', pattern: '-?[0-9]+', placeholder: 'whole number' });
+      const el = h('input', { 'aria-label': label, inputmode: 'numeric', placeholder: 'whole number' });
       return { el, read: () => {
         const v = el.value.trim();
         if (!/^-?\d+$/.test(v)) throw new Error(`${c.name}: enter a whole number`);
