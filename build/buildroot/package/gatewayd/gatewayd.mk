@@ -13,7 +13,7 @@ GATEWAYD_SITE_METHOD = local
 # Only what the image needs is copied into the build folder: never node_modules, nor a development
 # data/ folder (its private key and password hashes), nor anything else of the checkout.
 GATEWAYD_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = --include=/LICENSE --include=/dist/ --include=/dist/gatewayd.js \
-	--include=/dist/THIRD-PARTY-NOTICES --include=/rootfs/*** --exclude=*
+	--include=/dist/THIRD-PARTY-NOTICES --include=/dist/console/*** --include=/rootfs/*** --exclude=*
 # The bundle contains npm packages under MIT: THIRD-PARTY-NOTICES has their texts.
 GATEWAYD_LICENSE = EPL-2.0, MIT
 GATEWAYD_LICENSE_FILES = LICENSE dist/THIRD-PARTY-NOTICES
