@@ -1,0 +1,82 @@
+// The field console's security in a real browser: the Content-Security-Policy is enforced (no
+// console errors in a whole visit, no inline script, an injected inline script is refused), a
+// session that expires returns to the login view with a message, and the browser never opens its
+// own Basic login dialog (the console's 401s carry no challenge).
+
+import t from 'tap';
+import { startDaemon } from '../helpers/daemon.js';
+import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+
+const users = {
+  admin: { password: 'Admin-pass1', permissions: ['kura.admin'], passwordChangeNeeded: false },
+};
+
+async function login(page: import('playwright-core').Page, origin: string, user: string, password: string) {
+  await page.goto(`${origin}/console/`);
+  await page.getByLabel('User name').fill(user);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+t.test('field console security', async (t) => {
+  if (!haveBrowser(t)) return;
+  const browser = await launchBrowser(t);
+
+  await t.test('CSP: a whole visit without a console error, no inline script, inline script refused', async (t) => {
+    const d = await startDaemon(t, { identities: users }, { http: 0, https: 1 });
+    const origin = `https://127.0.0.1:${d.ports.https[0]}`;
+    const { page, problems, context } = await openPage(browser);
+    t.teardown(() => context.close());
+    const challenged: string[] = [];
+    page.on('response', (r) => {
+      if (r.headers()['www-authenticate']) challenged.push(r.url());
+    });
+    await login(page, origin, 'admin', 'Admin-pass1');
+    await page.getByRole('heading', { name: 'Status', level: 1 }).waitFor();
+    await page.getByRole('heading', { name: 'MQTT' }).waitFor();
+    for (const [link, heading] of [['Assets', 'Assets'], ['Packages', 'Packages'], ['Identities', 'Identities']]) {
+      await page.getByRole('link', { name: link }).click();
+      await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+    }
+    await page.getByRole('cell', { name: 'admin (you)' }).or(page.getByRole('rowheader', { name: 'admin (you)' })).waitFor();
+    t.equal(await page.locator('script:not([src])').count(), 0, 'no inline script element');
+    t.equal(await page.evaluate(() => [...document.querySelectorAll('*')].filter((e) => [...e.attributes].some((a) => a.name.startsWith('on'))).length), 0, 'no inline event handler attribute');
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await page.getByText('You have logged out.').waitFor();
+    t.same(problems, [], 'no console errors, page errors or CSP violations in the whole visit');
+    t.same(challenged, [], 'no answer carried a Basic challenge');
+
+    // The policy is enforced: an inline script is refused and reported.
+    await page.evaluate(() => {
+      const s = document.createElement('script');
+      s.textContent = 'window.__inlineRan = true';
+      document.body.appendChild(s);
+    });
+    await page.waitForFunction(() => true);
+    t.equal(await page.evaluate(() => (window as any).__inlineRan), undefined, 'inline script did not run');
+    await t.resolves(new Promise<void>((resolve) => {
+      const check = () => (problems.some((p) => /CSP violation: script-src/.test(p)) ? resolve() : setTimeout(check, 50));
+      check();
+    }), 'the violation was reported');
+
+    // A 401 outside the console's own calls (a navigation) still gets Kura's challenge.
+    // Headless chromium has no dialog to show: it fails the navigation on the challenge instead.
+    await t.rejects(page.goto(`${origin}/services/assets`), /ERR_INVALID_AUTH_CREDENTIALS/, 'a navigation to the REST API is challenged');
+  });
+
+  await t.test('an expired session returns to the login view with a message', async (t) => {
+    const d = await startDaemon(t, { identities: users, rest: { 'session.inactivity.interval': 1 } }, { http: 0, https: 1 });
+    const origin = `https://127.0.0.1:${d.ports.https[0]}`;
+    const { page, context } = await openPage(browser);
+    t.teardown(() => context.close());
+    await login(page, origin, 'admin', 'Admin-pass1');
+    await page.getByRole('heading', { name: 'Identities', level: 1 }).or(page.getByRole('heading', { name: 'Status', level: 1 })).waitFor();
+    // The status view refreshes every 5 s: its next call finds the session expired.
+    await page.getByText('Your session has ended').waitFor({ timeout: 30_000 });
+    t.equal(await page.getByRole('button', { name: 'Log in' }).count(), 1, 'back at the login form');
+    t.notOk(await page.getByRole('navigation', { name: 'Views' }).isVisible(), 'no view left behind');
+    await login(page, origin, 'admin', 'Admin-pass1');
+    await page.getByRole('heading', { name: 'Status', level: 1 }).waitFor();
+    t.pass('logging in again works');
+  });
+});
