@@ -23,7 +23,7 @@ import { familyApplication } from './core/mqtt.js';
 import { mountRest } from './core/rest.js';
 import type { Family } from './core/family.js';
 import { startDeployment } from './deploy/component.js';
-import { mountSystemApi } from './api/system.js';
+import { systemFamily } from './api/system.js';
 import { mountConsole } from './console/serve.js';
 
 export interface DaemonOptions {
@@ -87,7 +87,7 @@ export class Daemon {
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     mountAssetsApi(this.http, { assets: this.assets, log: this.log });
     this.mount(assetV1Family(this.assets));
-    mountSystemApi(this.http, { config: () => this.config, mqtt: () => this.mqtt?.stats() });
+    this.mount(systemFamily(this.http, { config: () => this.config, mqtt: () => this.mqtt?.stats() }));
     mountConsole(this.http, { enabled: () => this.config.console['console.enabled'], log: this.log });
     // Installed packages start (and register their drivers) before the listeners accept.
     this.components.push(await startDeployment({ server: this.http, dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, log: this.log }));

@@ -5,16 +5,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { jsonFamily, type HttpServer } from '../http/server.js';
-import { HttpError, type RequestContext } from '../http/context.js';
-import { readJson } from '../http/body.js';
+import type { HttpServer } from '../http/server.js';
 import { isPlainObject } from '../config/schema.js';
+import { RequestError } from '../core/errors.js';
+import type { CoreRequest, Family } from '../core/family.js';
 import { redactUrl } from '../deploy/fetch.js';
 import type { Config } from '../config/config.js';
 import { VERSION } from '../version.js';
-
-const BASE = '/services/system/v1';
-const ROLE = 'system';
 
 export interface SystemDeps {
   config: () => Config;
@@ -161,26 +158,36 @@ function extended(server: HttpServer, deps: SystemDeps): Record<string, Record<s
 }
 
 /** `{"names": [...]}` or `{"groupNames": [...]}` of Kura's FilterDTO: exact names (no patterns). */
-async function filterOf(ctx: RequestContext, key: 'names' | 'groupNames'): Promise<Set<string>> {
-  const body = await readJson(ctx, { requireJsonType: true, limit: 64 * 1024 });
+async function filterOf(req: CoreRequest, key: 'names' | 'groupNames'): Promise<Set<string>> {
+  const body = await req.body();
   const list = isPlainObject(body) ? body[key] : undefined;
-  if (!Array.isArray(list) || !list.every((n) => typeof n === 'string')) throw new HttpError(400, `Bad request. ${key} must be an array of names`);
+  if (!Array.isArray(list) || !list.every((n) => typeof n === 'string')) throw new RequestError(400, `Bad request. ${key} must be an array of names`);
   return new Set(list as string[]);
 }
 
 const pick = <T>(o: Record<string, T>, keep: Set<string>) => Object.fromEntries(Object.entries(o).filter(([k]) => keep.has(k)));
 
-export function mountSystemApi(server: HttpServer, deps: SystemDeps): void {
-  const family = jsonFamily('system');
-  const route = (method: string, p: string, h: (ctx: RequestContext) => Promise<void> | void) => server.route(method, `${BASE}${p}`, family, h, ROLE);
-  route('GET', '/properties/framework', (ctx) => ctx.json(200, framework(deps.config())));
-  route('POST', '/properties/framework/filter', async (ctx) => ctx.json(200, pick(framework(deps.config()), await filterOf(ctx, 'names'))));
-  route('GET', '/properties/kura', (ctx) => ctx.json(200, { kuraProperties: kuraProperties(deps.config()) }));
-  route('POST', '/properties/kura/filter', async (ctx) => ctx.json(200, { kuraProperties: pick(kuraProperties(deps.config()), await filterOf(ctx, 'names')) }));
-  route('GET', '/properties/extended', (ctx) => ctx.json(200, { version: '1.0', extendedProperties: extended(server, deps) }));
-  route('POST', '/properties/extended/filter', async (ctx) => {
-    const keep = await filterOf(ctx, 'groupNames');
-    ctx.json(200, { version: '1.0', extendedProperties: pick(extended(server, deps), keep) });
-  });
-  route('GET', '/status', (ctx) => ctx.json(200, status(server, deps)));
+/** The system/v1 family (src/core/family.ts), REST only. */
+export function systemFamily(server: HttpServer, deps: SystemDeps): Family {
+  const cfg = () => deps.config();
+  const ext = () => ({ version: '1.0', extendedProperties: extended(server, deps) });
+  return {
+    name: 'system/v1',
+    rest: '/services/system/v1',
+    role: 'system',
+    errors: 'json',
+    routes: [
+      { method: 'GET', path: 'properties/framework', handler: () => framework(cfg()) },
+      { method: 'POST', path: 'properties/framework/filter', handler: async (req) => pick(framework(cfg()), await filterOf(req, 'names')) },
+      { method: 'GET', path: 'properties/kura', handler: () => ({ kuraProperties: kuraProperties(cfg()) }) },
+      { method: 'POST', path: 'properties/kura/filter', handler: async (req) => ({ kuraProperties: pick(kuraProperties(cfg()), await filterOf(req, 'names')) }) },
+      { method: 'GET', path: 'properties/extended', handler: ext },
+      { method: 'POST', path: 'properties/extended/filter', handler: async (req) => {
+        const keep = await filterOf(req, 'groupNames');
+        const e = ext();
+        return { ...e, extendedProperties: pick(e.extendedProperties, keep) };
+      } },
+      { method: 'GET', path: 'status', handler: () => status(server, deps) },
+    ],
+  };
 }
