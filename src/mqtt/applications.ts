@@ -67,6 +67,11 @@ export class MqttApplications {
   async dispatch(envelope: Envelope, topic: string, payload: Buffer, publish: (r: Reply) => void, log: Logger): Promise<Reply | undefined> {
     const parsed = envelope.parse(topic, payload);
     if (!parsed.ok) {
+      const r = parsed.refused;
+      if (r && this.apps.has(r.request.appId)) {
+        log.warn('MQTT request refused', { topic, code: r.response.code, reason: parsed.reason });
+        return envelope.reply(r.request, r.response);
+      }
       if (!parsed.ignore) log.info('MQTT request dropped without reply', { topic, reason: parsed.reason });
       return undefined;
     }

@@ -53,7 +53,10 @@ export interface EnvelopeOptions {
   gzip: boolean;
 }
 
-export type Parsed = { ok: true; request: MqttRequest } | { ok: false; ignore: boolean; reason: string };
+export type Parsed =
+  | { ok: true; request: MqttRequest }
+  /** `refused`: a request over a decoding bound, answered with `response` instead of being served. */
+  | { ok: false; ignore: boolean; reason: string; refused?: { request: MqttRequest; response: MqttResponse } };
 
 /** A topic level a reply can be published to: non-empty, no separator or wildcard [MQTT-4.7.1]. */
 const TOPIC_LEVEL = /^[^/+#\u0000]+$/;
@@ -118,10 +121,11 @@ export class Envelope {
     if (!TOPIC_LEVEL.test(requester) || !TOPIC_LEVEL.test(requestId)) {
       return { ok: false, ignore: false, reason: 'request.id or requester.client.id cannot be a topic level' };
     }
-    // Over a decoding bound (MAX_INFLATED_BYTES, MAX_METRICS): not a request to act on.
-    if (kp.refused) return { ok: false, ignore: false, reason: kp.refused };
     const body = kp.body && kp.body.length > 0 ? kp.body : undefined;
-    return { ok: true, request: { appId, method: app[0]!, resources: app.slice(1), requester, requestId, body, metrics: kp.metrics } };
+    const request: MqttRequest = { appId, method: app[0]!, resources: app.slice(1), requester, requestId, body, metrics: kp.metrics };
+    // Over a decoding bound (MAX_INFLATED_BYTES, MAX_METRICS, docs/mqtt.md "Limits"): answered 413, not served.
+    if (kp.refused) return { ok: false, ignore: false, reason: kp.refused, refused: { request, response: { code: 413, message: `Request too large: ${kp.refused}` } } };
+    return { ok: true, request };
   }
 
   /** The reply to `req`. */

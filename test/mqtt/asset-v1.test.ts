@@ -245,6 +245,34 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
     t.same(parse(r!.body), [{ name: 'x', error: 'Asset not found' }]);
   });
 
+  t.test('a gzip bomb (1.9 M metrics in ~22 KB) is answered 413 at once; the device keeps serving', async (t) => {
+    const rid = req.nextId();
+    const head = encodeKuraPayload({
+      metrics: [
+        { name: 'request.id', type: 'STRING', value: rid },
+        { name: 'requester.client.id', type: 'STRING', value: 'Q' },
+      ],
+    });
+    const tiny = Buffer.from('c2b802040a001003', 'hex'); // metric: name '', INT32, no value
+    const bomb = zlib.gzipSync(Buffer.concat([head, Buffer.alloc(1_900_000 * tiny.length).fill(tiny)]), { level: 9 });
+    t.ok(bomb.length < 32 * 1024, `${bomb.length} bytes on the wire`);
+    const r = await req.kura('dev', 'GET/assets', undefined, { raw: bomb, requestId: rid });
+    t.equal(r?.code, 413);
+    t.match(r?.message, /^Request too large: payload inflates to more than 4194304 bytes/);
+    const fid = req.nextId();
+    const flood = await req.kura('dev', 'GET/assets', undefined, {
+      requestId: fid,
+      metrics: [
+        { name: 'request.id', type: 'STRING', value: fid },
+        { name: 'requester.client.id', type: 'STRING', value: 'Q' },
+        ...Array.from({ length: 2000 }, (_, i) => ({ name: `m${i}`, type: 'INT32' as const, value: i })),
+      ],
+    });
+    t.equal(flood?.code, 413, 'plain protobuf with 2000 metrics');
+    t.match(flood?.message, /more than 1024 metrics/);
+    t.equal((await req.kura('dev', 'GET/assets', '[{"name":"x"}]'))?.code, 200, 'still serving');
+  });
+
   t.test('44: simple-json encoding', async (t) => {
     await start({ 'client-id': 'devjson', 'payload.encoding': 'simple-json' });
     const raw = Buffer.from(JSON.stringify({ metrics: { 'request.id': '1', 'requester.client.id': 'Q' }, body: Buffer.from('[]').toString('base64') }));
