@@ -4,7 +4,7 @@
 
 import type { Problem } from '../config/schema.js';
 import type { DriverRegistry } from '../drivers/registry.js';
-import { any, bool, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, warning } from '../config/schema.js';
+import { any, bool, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, unknownKey, warning } from '../config/schema.js';
 import { CHANNEL_MODES, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
 
 export interface DriverInstanceConfig {
@@ -33,7 +33,7 @@ export function validateDrivers(raw: unknown, p: Problem[], registry: DriverRegi
       // A factory may come from a deployment package installed later (or already, in dataDir).
       warning(p, `${path}.factory`, `no driver factory "${factory}" is built in; it must be provided by an installed deployment package`);
     } else {
-      for (const key of Object.keys(props)) if (!f.instanceKeys.includes(key)) problem(p, `${path}.${key}`, 'unknown key');
+      for (const key of Object.keys(props)) if (!f.instanceKeys.includes(key)) unknownKey(p, `${path}.${key}`, key, f.instanceKeys);
       p.push(...f.validateInstance(props, path));
     }
     setOwn(out, id, { id, factory, props });
@@ -71,7 +71,7 @@ function validateChannel(
   const driverProps: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) {
     if (GENERIC_CHANNEL_KEYS.includes(k)) continue;
-    if (factory && !factory.channelKeys.includes(k)) problem(p, join(path, k), 'unknown key');
+    if (factory && !factory.channelKeys.includes(k)) unknownKey(p, join(path, k), k, [...GENERIC_CHANNEL_KEYS, ...factory.channelKeys]);
     driverProps[k] = v;
   }
   const at = (k: string) => join(path, k);
@@ -82,11 +82,16 @@ function validateChannel(
     warning(p, path, `missing ${missing.join(' and ')}: the channel is left out, as Kura does`);
     return undefined;
   }
+  // A bad value.type or type is reported once: the driver's checks, which depend on both, are then
+  // skipped instead of adding errors about a type nobody wrote (docs/configuration.md).
+  const before = p.length;
   const valueType = oneOf(VALUE_TYPES)(raw['value.type'], at('value.type'), p);
+  const mode = oneOf(CHANNEL_MODES)(raw.type, at('type'), p);
+  const typesOk = p.length === before;
   const ch: ChannelConfig = {
     name,
     enabled: raw.enabled === undefined ? true : bool(raw.enabled, at('enabled'), p),
-    mode: oneOf(CHANNEL_MODES)(raw.type, at('type'), p),
+    mode,
     valueType,
     scale: raw.scale === undefined ? 1 : num()(raw.scale, at('scale'), p),
     offset: raw.offset === undefined ? 0 : num()(raw.offset, at('offset'), p),
@@ -96,7 +101,7 @@ function validateChannel(
   // Contract §5: no `unit` in descriptions and records when none is configured; an explicit ""
   // is configured (Kura's descriptor shows "unit":"").
   if (raw.unit !== undefined) ch.unit = str()(raw.unit, at('unit'), p);
-  if (factory) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props));
+  if (factory && typesOk) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props));
   return ch;
 }
 
@@ -119,7 +124,7 @@ export function validateAssets(
       problem(p, ap, `expected an object, got ${kind(a)}`);
       continue;
     }
-    for (const k of Object.keys(a)) if (!ASSET_KEYS.includes(k)) problem(p, join(ap, k), 'unknown key');
+    for (const k of Object.keys(a)) if (!ASSET_KEYS.includes(k)) unknownKey(p, join(ap, k), k, ASSET_KEYS);
     const driverPid = str({ nonEmpty: true })(a['driver.pid'], join(ap, 'driver.pid'), p);
     const driver = drivers[driverPid];
     if (a['driver.pid'] !== undefined && driverPid !== '' && !driver) problem(p, join(ap, 'driver.pid'), `no driver instance "${driverPid}" in drivers`);

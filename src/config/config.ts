@@ -13,7 +13,7 @@ import { validateConsole, validateIdentities, validateRest, type ConsoleConfig, 
 import { checkHttp, validateHttp, type HttpConfig } from '../http/config.js';
 import { validateMqttSection, type MqttConfig } from '../mqtt/config.js';
 import { validateDeploySection, type DeployConfig } from '../deploy/config.js';
-import { isPlainObject, kind, oneOf, problem, str, warning, type Problem, type Validator } from './schema.js';
+import { isPlainObject, kind, oneOf, problem, str, unknownKey, warning, type Problem, type Validator } from './schema.js';
 
 export type { ConsoleConfig, DriverInstanceConfig, HttpConfig, IdentitySeed, Problem, RestConfig };
 
@@ -55,7 +55,7 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   }
   const obj = raw as Record<string, unknown>;
   const known = ['dataDir', 'log.level', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt'];
-  for (const k of Object.keys(obj)) if (!known.includes(k)) problem(p, k, 'unknown key');
+  for (const k of Object.keys(obj)) if (!known.includes(k)) unknownKey(p, k, k, known);
 
   const resolve = (f: string) => (f === '' ? '' : path.resolve(baseDir, f));
   const dataDir = resolve(obj.dataDir === undefined ? '/var/lib/gatewayd' : str({ nonEmpty: true })(obj.dataDir, 'dataDir', p));
@@ -109,7 +109,12 @@ export function loadConfigFile(file: string, registry: DriverRegistry): FileResu
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    return { config: undefined, problems: [{ path: '', message: `${abs} is not valid JSON: ${(err as Error).message}`, severity: 'error' }] };
+    // Where, as an editor shows it: line and column (1-based) of the offending character.
+    const msg = (err as Error).message.replace(/\s*\(line \d+ column \d+\)$/, '');
+    const m = / at position (\d+)/.exec(msg);
+    const before = text.slice(0, m ? Number(m[1]) : text.length).split('\n');
+    const where = `line ${before.length}, column ${before[before.length - 1].length + 1}`;
+    return { config: undefined, problems: [{ path: '', message: `${abs} is not valid JSON: ${where}: ${msg.replace(/ in JSON at position \d+/, '')}`, severity: 'error' }] };
   }
   return validateConfig(raw, registry, path.dirname(abs), abs);
 }

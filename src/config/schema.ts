@@ -24,6 +24,31 @@ export function problem(problems: Problem[], path: string, message: string): voi
   problems.push({ path, message, severity: 'error' });
 }
 
+/** Edit distance of two short strings (insertions, deletions, substitutions, adjacent swaps). */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const c = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + c);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/** An unknown key, with the closest known key when it looks like a typo of it ("did you mean"). */
+export function unknownKey(problems: Problem[], path: string, key: string, known: readonly string[]): void {
+  let best = '';
+  let bestD = Math.max(3, Math.ceil(key.length / 3)) + 1;
+  for (const k of known) {
+    const dist = key.length > 64 ? bestD : distance(key.toLowerCase(), k.toLowerCase());
+    if (dist < bestD) [best, bestD] = [k, dist];
+  }
+  problem(problems, path, best ? `unknown key; did you mean "${best}"?` : 'unknown key');
+}
+
 export function warning(problems: Problem[], path: string, message: string): void {
   problems.push({ path, message, severity: 'warning' });
 }
@@ -104,7 +129,7 @@ export function section<T>(spec: Spec): Validator<T> {
     }
     const obj = raw as Record<string, unknown>;
     for (const key of Object.keys(obj)) {
-      if (!Object.prototype.hasOwnProperty.call(spec, key)) problem(p, join(path, key), 'unknown key');
+      if (!Object.prototype.hasOwnProperty.call(spec, key)) unknownKey(p, join(path, key), key, Object.keys(spec));
     }
     for (const [key, [validate, dflt]] of Object.entries(spec)) {
       const v = obj[key];

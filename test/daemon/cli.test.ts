@@ -89,7 +89,7 @@ t.test('a configuration error at start is logged with its key and the process ex
   const d = await startDaemon(t, { rest: { 'allowed.portz': [] } }, { noWait: true });
   const code = await d.exited;
   t.not(code, 0);
-  t.ok(d.logs.some((l) => /level=error msg="configuration error" key=rest.allowed.portz problem="unknown key"/.test(l)), d.logs.join('\n'));
+  t.ok(d.logs.some((l) => /level=error msg="configuration error" key=rest.allowed.portz problem="unknown key; did you mean \\"allowed\.ports\\"\?"/.test(l)), d.logs.join('\n'));
 });
 
 t.test('the bundle runs alone, without node_modules', async (t) => {
@@ -116,4 +116,45 @@ t.test('a configuration key named __proto__ is an ordinary name, not a prototype
   const res = await d.request('/services/assets/a/_read', { headers: { authorization: auth } });
   t.equal(res.status, 200, res.body);
   t.equal(res.json()[0].value, 42, 'the driver named __proto__ is attached and read');
+});
+
+t.test('check-config: "did you mean" for typos, one error for a bad value.type, JSON syntax errors with line and column', async (t) => {
+  const typos = runCli(['check-config', '--config', write('typos.json', {
+    'log.levle': 'info',
+    http: { 'http.prots': [8080] },
+    drivers: { plc: { factory: 'modbus', 'modbus.tcp.ip': '127.0.0.1' } },
+    assets: { a: { 'driver.pid': 'plc', chanels: {}, channels: { c: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.adress': 1 } } } },
+    zzzzzz: 1,
+  })]);
+  t.equal(typos.status, 1);
+  for (const line of [
+    'error: log.levle: unknown key; did you mean "log.level"?',
+    'error: http.http.prots: unknown key; did you mean "http.ports"?',
+    'error: drivers.plc.modbus.tcp.ip: unknown key; did you mean "modbus.tcp-udp.ip"?',
+    'error: assets.a.chanels: unknown key; did you mean "channels"?',
+    'error: assets.a.channels.c.memory.adress: unknown key; did you mean "memory.address"?',
+    'error: zzzzzz: unknown key',
+  ]) t.ok(typos.stdout.split('\n').includes(line), line);
+
+  // A mistyped value.type (or type) is one error: the driver's checks of the channel, which depend on
+  // the type, do not add errors about a type nobody wrote.
+  const cascade = runCli(['check-config', '--config', write('cascade.json', {
+    drivers: { plc: { factory: 'modbus', 'modbus.tcp-udp.ip': '127.0.0.1' }, sim: { factory: 'simulator' } },
+    assets: {
+      a: { 'driver.pid': 'plc', channels: { c: { type: 'READ', 'value.type': 'DUBLE', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': 1, 'data.type': 'INT32' } } },
+      b: { 'driver.pid': 'sim', channels: { d: { type: 'READ_WRTE', 'value.type': 'INTEGER', simulation: 'memory', initial: 3 } } },
+    },
+  })]);
+  t.equal(cascade.status, 1);
+  t.same(cascade.stdout.trim().split('\n'), [
+    'error: assets.a.channels.c.value.type: expected one of BOOLEAN, BYTE_ARRAY, DOUBLE, INTEGER, LONG, FLOAT, STRING, got "DUBLE"',
+    'error: assets.b.channels.d.type: expected one of READ, WRITE, READ_WRITE, got "READ_WRTE"',
+    `${path.join(tmp, 'cascade.json')}: 2 error(s)`,
+  ]);
+
+  const syntax = runCli(['check-config', '--config', write('syntax.json', '{\n  "http": {\n    "http.ports": [8080]\n    "bind.address": "127.0.0.1"\n  }\n}\n')]);
+  t.equal(syntax.status, 1);
+  t.match(syntax.stdout, /^error: .*syntax\.json is not valid JSON: line 4, column 5: /m);
+  const cut = runCli(['check-config', '--config', write('cut.json', '{\n "http": {')]);
+  t.match(cut.stdout, /is not valid JSON: line 2, column 11: /, 'a file that ends too early: its end');
 });
