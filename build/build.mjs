@@ -5,6 +5,7 @@
 // Next to the bundle it writes THIRD-PARTY-NOTICES: the licence texts of exactly the npm packages the
 // bundle contains, found from esbuild's metafile, so the list cannot drift from what is shipped.
 import { build } from 'esbuild';
+import { mqtt311 } from './mqtt311.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -41,6 +42,7 @@ const result = await build({
   define: { __GATEWAYD_VERSION__: JSON.stringify(process.env.GATEWAYD_VERSION || pkg.version) },
   plugins: [
     ...extraPlugins,
+    mqtt311,
     {
       // busboy's urlencoded parser is never used (uploads are multipart/form-data only).
       name: 'drop-busboy-urlencoded',
