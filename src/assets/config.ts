@@ -101,7 +101,7 @@ function validateChannel(
   // Contract §5: no `unit` in descriptions and records when none is configured; an explicit ""
   // is configured (Kura's descriptor shows "unit":"").
   if (raw.unit !== undefined) ch.unit = str()(raw.unit, at('unit'), p);
-  if (factory && typesOk) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props));
+  if (factory && typesOk) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props, ch.mode));
   return ch;
 }
 

@@ -22,3 +22,35 @@ export function applyScaleOffset(v: TypedValue, ch: Pick<ChannelConfig, 'scale' 
       return v;
   }
 }
+
+/**
+ * The inverse of applyScaleOffset, for a write in engineering units to a raw register (a driver's
+ * `scale.on.write`). INTEGER and LONG round to the nearest integer; a scale of 0 (or one that
+ * truncates to 0) cannot be inverted.
+ */
+export function removeScaleOffset(v: TypedValue, ch: Pick<ChannelConfig, 'scale' | 'offset'>): TypedValue | string {
+  const { scale, offset } = ch;
+  if (scale === 1 && offset === 0) return v;
+  const int = v.type === 'INTEGER' || v.type === 'LONG';
+  const s = int ? Math.trunc(scale) : scale;
+  if (s === 0) return `scale ${scale} cannot be inverted for a ${v.type} write`;
+  switch (v.type) {
+    case 'DOUBLE':
+      return { type: 'DOUBLE', value: (v.value - offset) / s };
+    case 'FLOAT':
+      return { type: 'FLOAT', value: toFloat32((v.value - offset) / s) };
+    case 'INTEGER':
+      return { type: 'INTEGER', value: Math.round((v.value - Math.trunc(offset)) / s) | 0 };
+    case 'LONG': {
+      const n = v.value - BigInt(Math.trunc(offset));
+      const d = BigInt(s);
+      const r = n % d;
+      const abs = (x: bigint) => (x < 0n ? -x : x);
+      // Half away from zero, as Math.round does for positive values.
+      const away = 2n * abs(r) >= abs(d) ? ((n < 0n) !== (d < 0n) ? -1n : 1n) : 0n;
+      return { type: 'LONG', value: BigInt.asIntN(64, n / d + away) };
+    }
+    default:
+      return v;
+  }
+}

@@ -41,7 +41,7 @@
 // (keys, parsing and validation), driver.ts (the Driver), then its protocol or back-end files.
 
 import type { Logger } from '../log.js';
-import type { ChannelConfig, TypedValue, ValueType } from '../assets/types.js';
+import type { ChannelConfig, ChannelMode, TypedValue, ValueType } from '../assets/types.js';
 import type { SharedLines } from './lines.js';
 
 export type ChannelResult = { ok: true; value: TypedValue; timestamp?: number } | { ok: false; error: string };
@@ -52,6 +52,17 @@ export interface WriteRequest {
   value: TypedValue;
 }
 
+/** Counters of one device (e.g. a Modbus unit) behind a driver, for the asset poll status. */
+export interface DeviceStatus {
+  unit: number;
+  requests: number;
+  responses: number;
+  timeouts: number;
+  exceptions: number;
+  /** Until when (ms since the epoch) requests to it fail at once; 0 when not backed off. */
+  backoffUntil: number;
+}
+
 export interface Driver {
   /** Reads the channels; results in the same order. */
   read(channels: ChannelConfig[]): Promise<ChannelResult[]>;
@@ -59,6 +70,8 @@ export interface Driver {
   write(requests: WriteRequest[]): Promise<ChannelResult[]>;
   /** Releases sockets, files and timers. Idempotent. */
   close(): Promise<void>;
+  /** Optional: counters per device the driver talks to (none for drivers without units). */
+  devices?(): DeviceStatus[];
 }
 
 import type { Problem } from '../config/schema.js';
@@ -94,6 +107,8 @@ export interface DriverFactory {
     valueType: ValueType,
     path: string,
     instanceProps: Record<string, unknown>,
+    /** The channel's `type`: a channel that could never be written as configured is an error. */
+    mode?: ChannelMode,
   ): Problem[];
   /** The driver-specific channel keys this factory understands (anything else is an unknown key). */
   channelKeys: readonly string[];

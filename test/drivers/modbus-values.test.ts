@@ -78,9 +78,16 @@ t.test('instance properties: problems carry key paths', async (t) => {
   t.match(v({ 'access.type': 'RTU', 'modbus.rtu.port.name': '/dev/x', 'modbus.rtu.databits': 7 }), [{ path: 'drivers.plc.modbus.rtu.databits', severity: 'warning' }]);
   t.same([...modbusFactory.instanceKeys].sort(), [
     'access.type', 'modbus.rtu.baudrate', 'modbus.rtu.databits', 'modbus.rtu.parity', 'modbus.rtu.port.name', 'modbus.rtu.stopbits',
-    'modbus.tcp-udp.ip', 'modbus.tcp-udp.port', 'modbus.timeout', 'modbus.transaction.retry', 'read.max.gap',
+    'modbus.tcp-udp.ip', 'modbus.tcp-udp.port', 'modbus.timeout', 'modbus.transaction.retry', 'read.max.gap', 'unit.backoff.max', 'write.multiple.registers.only',
   ]);
-  t.same([...modbusFactory.channelKeys].sort(), ['array.data.length', 'data.order', 'data.type', 'memory.address', 'primary.table', 'unit.id']);
+  t.same([...modbusFactory.channelKeys].sort(), ['array.data.length', 'data.order', 'data.type', 'memory.address', 'primary.table', 'scale.on.write', 'unit.id']);
+  t.same(v({ 'access.type': 'RTU_OVER_TCP', 'modbus.tcp-udp.ip': '10.0.0.5', 'write.multiple.registers.only': true, 'unit.backoff.max': 0 }), []);
+  t.same(v({ 'access.type': 'TCP-RTU', 'modbus.tcp-udp.ip': '10.0.0.5' }), [], "Kura's name for RTU over TCP");
+  t.match(v({ 'access.type': 'RTU_OVER_TCP' }), [{ path: 'drivers.plc.modbus.tcp-udp.ip', message: 'is required when access.type is RTU_OVER_TCP' }]);
+  t.match(v({ 'modbus.tcp-udp.ip': 'h', 'write.multiple.registers.only': 'yes', 'unit.backoff.max': -1 }), [
+    { path: 'drivers.plc.write.multiple.registers.only', message: /true or false/ },
+    { path: 'drivers.plc.unit.backoff.max', message: /out of range/ },
+  ]);
 });
 
 t.test('channel properties: types, ranges, enums and value.type mismatches', async (t) => {
@@ -91,7 +98,19 @@ t.test('channel properties: types, ranges, enums and value.type mismatches', asy
   t.same(v({ 'primary.table': 'COILS' }, 'BOOLEAN'), []);
   t.same(v({ 'data.type': 'STRING', 'array.data.length': 8 }, 'STRING'), []);
   t.same(v({ 'array.data.length': 4 }, 'BYTE_ARRAY'), []);
-  t.match(v({ 'unit.id': 0 }, 'INTEGER'), [{ path: `${p}.unit.id`, message: /out of range \(1..247\)/ }]);
+  const rtu = { 'access.type': 'RTU' };
+  t.match(modbusFactory.validateChannel({ 'unit.id': 0 }, 'INTEGER', p, rtu), [{ path: `${p}.unit.id`, message: /out of range \(1..247\)/ }], 'RTU: 0 is broadcast');
+  t.match(modbusFactory.validateChannel({ 'unit.id': 248 }, 'INTEGER', p, rtu), [{ path: `${p}.unit.id`, message: /out of range \(1..247\)/ }]);
+  for (const access of ['TCP', 'RTU_OVER_TCP']) {
+    for (const id of [0, 255]) t.same(modbusFactory.validateChannel({ 'unit.id': id }, 'INTEGER', p, { 'access.type': access }), [], `${access}: unit ${id}`);
+    t.match(modbusFactory.validateChannel({ 'unit.id': 256 }, 'INTEGER', p, { 'access.type': access }), [{ path: `${p}.unit.id`, message: /out of range \(0..255\)/ }]);
+  }
+  t.match(v({ 'scale.on.write': 1 }, 'DOUBLE'), [{ path: `${p}.scale.on.write`, message: /true or false/ }]);
+  // A channel that could never be written is a configuration error (the mode comes from `type`).
+  const w = (props: Record<string, unknown>, mode: 'READ' | 'WRITE' | 'READ_WRITE') => modbusFactory.validateChannel(props, 'INTEGER', p, {}, mode);
+  t.same(w({ 'primary.table': 'INPUT_REGISTERS' }, 'READ'), []);
+  t.match(w({ 'primary.table': 'INPUT_REGISTERS' }, 'READ_WRITE'), [{ path: `${p}.primary.table`, message: /INPUT_REGISTERS cannot be written, so type READ_WRITE can never work/ }]);
+  t.match(modbusFactory.validateChannel({ 'primary.table': 'DISCRETE_INPUTS' }, 'BOOLEAN', p, {}, 'WRITE'), [{ path: `${p}.primary.table` }]);
   t.match(v({ 'unit.id': '1' }, 'INTEGER'), [{ path: `${p}.unit.id`, message: /integer/ }]);
   t.match(v({ 'memory.address': 0 }, 'INTEGER'), [{ path: `${p}.memory.address` }]);
   t.match(v({ 'memory.address': 65536, 'data.type': 'INT32' }, 'INTEGER'), [{ path: `${p}.memory.address`, message: /past the end/ }]);

@@ -75,8 +75,8 @@ export interface PyModbusDevice {
   clearRequests(): Promise<void>;
   set(unit: number, table: Table, address: number, values: (number | boolean)[]): Promise<void>;
   get(unit: number, table: Table, address: number, count: number): Promise<number[]>;
-  /** Answer `delayMs` late, or not at all (`silent`). */
-  mode(m: { delayMs?: number; silent?: boolean }): Promise<void>;
+  /** Answer `delayMs` late, or not at all (`silent`; `silentUnits`: only those units). */
+  mode(m: { delayMs?: number; silent?: boolean; silentUnits?: number[] }): Promise<void>;
   /** Kills the device process (the port or pty stays reserved for start()). */
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -200,8 +200,8 @@ class Device implements PyModbusDevice {
     await this.get(unit, table, address, 1); // commands run in order: this answer means the set is done
   }
 
-  async mode(m: { delayMs?: number; silent?: boolean }): Promise<void> {
-    this.send({ cmd: 'mode', delay_ms: m.delayMs ?? 0, silent: m.silent ?? false });
+  async mode(m: { delayMs?: number; silent?: boolean; silentUnits?: number[] }): Promise<void> {
+    this.send({ cmd: 'mode', delay_ms: m.delayMs ?? 0, silent: m.silent ?? false, silent_units: m.silentUnits ?? [] });
     await this.get((this.opts.units ?? [1])[0], 'hr', 0, 1);
   }
 
@@ -259,4 +259,37 @@ export async function startPtyPair(t: T): Promise<{ driverSide: string; peerSide
   t.teardown(() => dev.close());
   await dev.startSocat();
   return { driverSide: dev.serialPort, peerSide: dev.peerPty };
+}
+
+/**
+ * A serial-to-Ethernet converter in front of an RTU device: `socat TCP-LISTEN ↔ pty` relaying the
+ * bytes of a TCP connection to `serialPort` (the driver side of an RTU device's pty pair) and back.
+ * Resolves with the TCP port once socat listens. `-t 0.02`: a connection's child process lets go of
+ * the pty at once when its connection closes, so it never reads what belongs to the next one.
+ */
+export async function startRtuConverter(t: T, serialPort: string): Promise<number> {
+  const { freePort } = await import('./ports.js');
+  const port = await freePort();
+  const socat = spawn('socat', ['-d', '-d', '-t', '0.02', `TCP-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork`, `FILE:${serialPort},raw,echo=0`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const onExit = () => socat.kill('SIGKILL');
+  process.once('exit', onExit);
+  t.teardown(async () => {
+    process.removeListener('exit', onExit);
+    if (socat.exitCode !== null || socat.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      socat.once('exit', () => resolve());
+      socat.kill('SIGTERM');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('socat did not listen')), 5000);
+    readline.createInterface({ input: socat.stderr! }).on('line', (line) => {
+      if (/listening on/.test(line)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    socat.once('exit', (code) => reject(new Error(`socat exited with ${code}`)));
+  });
+  return port;
 }

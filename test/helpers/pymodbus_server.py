@@ -14,7 +14,8 @@ stdout, one JSON object per line:
 stdin, one JSON object per line:
   {"cmd":"set","unit":U,"table":"hr|ir|co|di","address":A,"values":[...]}
   {"cmd":"get","id":I,"unit":U,"table":"hr|ir|co|di","address":A,"count":C}
-  {"cmd":"mode","delay_ms":N,"silent":bool}  answer late / not at all (timeouts)
+  {"cmd":"mode","delay_ms":N,"silent":bool,"silent_units":[U...]}  answer late / not at all
+                                            (timeouts), for every unit or only the listed ones
 """
 
 import argparse
@@ -29,7 +30,7 @@ from pymodbus.framer.socket_framer import ModbusSocketFramer
 from pymodbus.server.async_io import (ModbusConnectedRequestHandler, ModbusSerialServer,
                                       ModbusSingleRequestHandler, ModbusTcpServer)
 
-MODE = {"delay_ms": 0, "silent": False}
+MODE = {"delay_ms": 0, "silent": False, "silent_units": []}
 
 
 def emit(obj):
@@ -57,7 +58,7 @@ class Logged:
 
     def execute(self, request, *addr):
         emit(describe(request))
-        if MODE["silent"]:
+        if MODE["silent"] or request.unit_id in MODE["silent_units"]:
             return
         if MODE["delay_ms"] > 0:
             asyncio.get_event_loop().call_later(
@@ -105,6 +106,7 @@ def command(context, line):
     elif cmd == "mode":
         MODE["delay_ms"] = int(msg.get("delay_ms", 0))
         MODE["silent"] = bool(msg.get("silent", False))
+        MODE["silent_units"] = [int(u) for u in msg.get("silent_units", [])]
 
 
 async def read_commands(context):

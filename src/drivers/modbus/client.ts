@@ -2,7 +2,13 @@
 // timeouts and retries. FIFO means fairness: an on-demand read or a write waits at most for what
 // was queued before it, so polling can never starve it. Identical reads queued while an earlier
 // one has not been answered share that one bus transaction, unless a write was queued in between.
+//
+// Per-unit back-off: on a shared line one unit that stopped answering would make every poll wait
+// for its timeouts. A unit whose request timed out (after its retries) is backed off: its requests
+// fail at once, with the same message as the timeout, for 1 s, doubling up to `backoffMax` (the
+// driver's `unit.backoff.max`); then one request probes it again. Any answer ends the back-off.
 
+import type { DeviceStatus } from '../driver.js';
 import { decodeResponse, encodeRequest, isDecodeError, type ModbusRequest, type ModbusResponse } from './pdu.js';
 import { TimeoutError, type LineStats, type Transport } from './transport.js';
 
@@ -10,6 +16,18 @@ export interface RequestOptions {
   timeout: number;
   /** Retries after the first attempt (`modbus.transaction.retry`). */
   retries: number;
+  /** Longest back-off of a unit that stopped answering, ms; 0 disables it. */
+  backoffMax: number;
+}
+
+/** Counters of one unit (device) on a line, for the poll status. */
+export type UnitStats = DeviceStatus;
+
+const UNIT_BACKOFF_MIN_MS = 1000;
+
+interface UnitState extends UnitStats {
+  backoff: number;
+  error: string;
 }
 
 interface Job {
@@ -24,6 +42,7 @@ export class ModbusClient {
   private readonly queue: Job[] = [];
   private running = false;
   private readonly shared = new Map<string, Promise<ModbusResponse>>();
+  private readonly units = new Map<number, UnitState>();
   private closed = false;
 
   constructor(readonly transport: Transport) {}
@@ -34,6 +53,20 @@ export class ModbusClient {
 
   get stats(): LineStats {
     return this.transport.stats;
+  }
+
+  private unit(id: number): UnitState {
+    let u = this.units.get(id);
+    if (!u) this.units.set(id, (u = { unit: id, requests: 0, responses: 0, timeouts: 0, exceptions: 0, backoffUntil: 0, backoff: 0, error: '' }));
+    return u;
+  }
+
+  /** Counters of the given units, in that order. */
+  unitStats(ids: Iterable<number>): UnitStats[] {
+    return [...ids].map((id) => {
+      const { unit, requests, responses, timeouts, exceptions, backoffUntil } = this.unit(id);
+      return { unit, requests, responses, timeouts, exceptions, backoffUntil: backoffUntil > Date.now() ? backoffUntil : 0 };
+    });
   }
 
   /** Resolves with the response (an exception response too); rejects on timeout or a dead line. */
@@ -68,28 +101,44 @@ export class ModbusClient {
   private async drain(): Promise<void> {
     this.running = true;
     for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+      const unit = this.unit(job.unitId);
+      // Checked when the job's turn comes: a unit found dead by an earlier job of the same poll
+      // must not cost a timeout per queued request.
+      if (unit.backoffUntil > Date.now()) {
+        job.reject(new TimeoutError(unit.error));
+        continue;
+      }
       try {
-        job.resolve(await this.attempt(job));
+        job.resolve(await this.attempt(job, unit));
+        unit.backoff = unit.backoffUntil = 0;
       } catch (err) {
+        if (err instanceof TimeoutError && job.opts.backoffMax > 0) {
+          unit.backoff = Math.min(job.opts.backoffMax, unit.backoff ? unit.backoff * 2 : UNIT_BACKOFF_MIN_MS);
+          unit.backoffUntil = Date.now() + unit.backoff;
+          unit.error = err.message;
+        }
         job.reject(err instanceof Error ? err : new Error(String(err)));
       }
     }
     this.running = false;
   }
 
-  private async attempt(job: Job): Promise<ModbusResponse> {
+  private async attempt(job: Job, unit: UnitState): Promise<ModbusResponse> {
     const attempts = 1 + job.opts.retries;
     let last: Error = new Error(`${this.label}: no attempt made`);
     for (let i = 0; i < attempts; i++) {
       if (this.closed) throw new Error(`${this.label}: driver closed`);
       if (i > 0) this.stats.retries++;
       let pdu: Buffer;
+      unit.requests++;
       try {
         pdu = await this.transport.exchange(job.unitId, job.pdu, job.opts.timeout);
       } catch (err) {
+        if (err instanceof TimeoutError) unit.timeouts++;
         last = err as Error;
         continue;
       }
+      unit.responses++;
       const res = decodeResponse(pdu);
       if (isDecodeError(res)) {
         this.stats.discardedFrames++;
@@ -101,7 +150,10 @@ export class ModbusClient {
         last = new Error(`${this.label}: unit ${job.unitId} answered function ${res.fc} to function ${job.pdu[0]}`);
         continue;
       }
-      if ('exception' in res) this.stats.exceptions++;
+      if ('exception' in res) {
+        this.stats.exceptions++;
+        unit.exceptions++;
+      }
       return res;
     }
     if (last instanceof TimeoutError && attempts > 1) {

@@ -1,8 +1,8 @@
-// Modbus instance and channel properties (contract §2 "Driver properties", §5; Kura's driver in
-// kura/deploy-assets-messaging.md §4.4): validation with key paths, and parsing into plain specs.
-// Enum values are accepted in any case, as Kura's driver does for `primary.table`.
+// Modbus instance and channel properties (docs/drivers.md "modbus"; Kura's Modbus driver):
+// validation with key paths, and parsing into plain specs. Enum values are accepted in any case,
+// as Kura's driver does for `primary.table`.
 
-import type { ValueType } from '../../assets/types.js';
+import type { ChannelMode, ValueType } from '../../assets/types.js';
 import { PropReader, channelName, type Parsed } from '../props.js';
 import { MAX_READ_REGISTERS, TABLES, isBitTable, type Table } from './constants.js';
 import { ALLOWED_DATA_TYPES, DATA_ORDERS, DATA_TYPES, registerCount, type DataOrder, type DataType } from './datatypes.js';
@@ -19,9 +19,14 @@ export const INSTANCE_KEYS = [
   'modbus.timeout',
   'modbus.transaction.retry',
   'read.max.gap',
+  'write.multiple.registers.only',
+  'unit.backoff.max',
 ] as const;
 
-export const CHANNEL_KEYS = ['unit.id', 'primary.table', 'memory.address', 'data.type', 'data.order', 'array.data.length'] as const;
+export const CHANNEL_KEYS = ['unit.id', 'primary.table', 'memory.address', 'data.type', 'data.order', 'array.data.length', 'scale.on.write'] as const;
+
+export const ACCESS_TYPES = ['TCP', 'RTU', 'RTU_OVER_TCP'] as const;
+export type AccessType = (typeof ACCESS_TYPES)[number];
 
 /** Rates `stty` knows (POSIX termios speeds in Linux). */
 export const BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600] as const;
@@ -42,7 +47,7 @@ export interface SerialSettings {
 }
 
 export interface ModbusInstanceConfig {
-  accessType: 'TCP' | 'RTU';
+  accessType: AccessType;
   tcp: TcpSettings;
   serial: SerialSettings;
   /** Milliseconds to wait for one response. */
@@ -51,6 +56,10 @@ export interface ModbusInstanceConfig {
   retries: number;
   /** Unrequested registers (or bits) that may be read to merge two ranges into one request. */
   maxGap: number;
+  /** FC16 for one register and FC15 for coils, for devices that refuse FC6 / FC5. */
+  multipleOnly: boolean;
+  /** Longest back-off of a unit that stopped answering, ms (0: no back-off). */
+  backoffMax: number;
 }
 
 export interface ModbusChannelSpec {
@@ -64,13 +73,15 @@ export interface ModbusChannelSpec {
   order: DataOrder;
   valueType: ValueType;
   arrayLength: number;
+  /** Writes apply the inverse of the channel's scale and offset. */
+  scaleOnWrite: boolean;
 }
 
 export function parseInstance(props: Record<string, unknown>, path: string): Parsed<ModbusInstanceConfig> {
   const r = new PropReader(props, path);
-  let accessType: 'TCP' | 'RTU' = 'TCP';
-  if (String(r.raw('access.type')).toUpperCase() === 'UDP') r.problem('access.type', 'UDP is not supported (use TCP or RTU)');
-  else accessType = r.enumOf('access.type', ['TCP', 'RTU'] as const, 'TCP', true);
+  let accessType: AccessType = 'TCP';
+  if (String(r.raw('access.type')).toUpperCase() === 'UDP') r.problem('access.type', 'UDP is not supported (use TCP, RTU or RTU_OVER_TCP)');
+  else accessType = accessTypeOf(r);
   const host = r.str('modbus.tcp-udp.ip', '');
   const port = r.int('modbus.tcp-udp.port', 502, 1, 65535);
   const portName = r.str('modbus.rtu.port.name', '');
@@ -84,7 +95,9 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
   const timeout = r.int('modbus.timeout', 1000, 1, 600_000);
   const retries = r.int('modbus.transaction.retry', 1, 0, 10);
   const maxGap = r.int('read.max.gap', 0, 0, MAX_READ_REGISTERS - 1);
-  if (accessType === 'TCP' && host.trim() === '') r.problem('modbus.tcp-udp.ip', 'is required when access.type is TCP');
+  const multipleOnly = r.bool('write.multiple.registers.only', false);
+  const backoffMax = r.int('unit.backoff.max', 30_000, 0, 3_600_000);
+  if (accessType !== 'RTU' && host.trim() === '') r.problem('modbus.tcp-udp.ip', `is required when access.type is ${accessType}`);
   if (accessType === 'RTU' && portName.trim() === '') r.problem('modbus.rtu.port.name', 'is required when access.type is RTU');
   if (accessType === 'RTU' && databits !== 8) {
     r.problem('modbus.rtu.databits', `RTU frames carry 8 data bits (Modbus over Serial Line §2.5.1); ${databits} will not work with most devices`, 'warning');
@@ -103,15 +116,35 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
       timeout,
       retries,
       maxGap,
+      multipleOnly,
+      backoffMax,
     },
     problems: r.problems,
   };
 }
 
-export function parseChannel(props: Record<string, unknown>, valueType: ValueType, path: string): Parsed<ModbusChannelSpec> {
+function accessTypeOf(r: PropReader): AccessType {
+  // Kura's name for RTU over TCP is TCP-RTU.
+  return String(r.raw('access.type')).toUpperCase() === 'TCP-RTU' ? 'RTU_OVER_TCP' : r.enumOf('access.type', ACCESS_TYPES, 'TCP', true);
+}
+
+/**
+ * A channel's properties. `instanceProps` are its driver's (the access type decides the unit id
+ * range); `mode`, when known, lets a channel that could never be written be refused.
+ */
+export function parseChannel(
+  props: Record<string, unknown>,
+  valueType: ValueType,
+  path: string,
+  instanceProps: Record<string, unknown> = {},
+  mode?: ChannelMode,
+): Parsed<ModbusChannelSpec> {
   const r = new PropReader(props, path);
   const name = channelName(path);
-  const unitId = r.int('unit.id', 1, 1, 247);
+  // On a serial line 0 is the broadcast address and 248-255 are reserved (Modbus over Serial Line
+  // §2.2); over TCP a gateway passes any unit id, and some devices need 0 or 255.
+  const serial = accessTypeOf(new PropReader(instanceProps, '')) === 'RTU';
+  const unitId = r.int('unit.id', 1, serial ? 1 : 0, serial ? 247 : 255);
   const table = r.enumOf('primary.table', TABLES, 'HOLDING_REGISTERS', true);
   const memoryAddress = r.int('memory.address', 1, 1, 65536);
   const bits = isBitTable(table);
@@ -120,6 +153,10 @@ export function parseChannel(props: Record<string, unknown>, valueType: ValueTyp
   const dataType = r.enumOf('data.type', DATA_TYPES, defType, true);
   const order = r.enumOf('data.order', DATA_ORDERS, 'BIG_ENDIAN', true);
   const arrayLength = r.int('array.data.length', 0, 1, MAX_READ_REGISTERS);
+  const scaleOnWrite = r.bool('scale.on.write', false);
+  if ((mode === 'WRITE' || mode === 'READ_WRITE') && (table === 'INPUT_REGISTERS' || table === 'DISCRETE_INPUTS')) {
+    r.problem('primary.table', `channel ${name}: ${table} cannot be written, so type ${mode} can never work (use READ, or COILS / HOLDING_REGISTERS)`);
+  }
   let count = 1;
   if (bits) {
     // Kura's driver: coils and discrete inputs are single bits read as BOOLEAN.
@@ -141,7 +178,7 @@ export function parseChannel(props: Record<string, unknown>, valueType: ValueTyp
     r.problem('memory.address', `channel ${name}: ${count} registers from ${memoryAddress} run past the end of the table (65536)`);
   }
   return {
-    value: { unitId, table, address: memoryAddress - 1, count, dataType, order, valueType, arrayLength: arrayLength || 1 },
+    value: { unitId, table, address: memoryAddress - 1, count, dataType, order, valueType, arrayLength: arrayLength || 1, scaleOnWrite },
     problems: r.problems,
   };
 }

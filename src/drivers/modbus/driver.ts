@@ -1,12 +1,14 @@
-// The Modbus driver: channel reads coalesced into few requests, writes one request per channel,
-// every problem reported on the channel it concerns (driver.ts contract: never throw per channel).
+// The Modbus driver: channel reads coalesced into few requests, writes to contiguous addresses
+// coalesced into one FC16 / FC15, every problem reported on the channel it concerns (driver.ts
+// contract: never throw per channel).
 
 import type { ChannelConfig } from '../../assets/types.js';
-import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
-import { channelSpecs } from '../props.js';
+import { removeScaleOffset } from '../../assets/scaling.js';
+import { closedResults, type ChannelResult, type DeviceStatus, type Driver, type WriteRequest } from '../driver.js';
+import { channelSpecs, type ChannelSpec } from '../props.js';
 import type { ModbusClient, RequestOptions } from './client.js';
-import { parseChannel, type ModbusInstanceConfig } from './config.js';
-import { exceptionName, isBitTable, MAX_WRITE_REGISTERS } from './constants.js';
+import { parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
+import { exceptionName, isBitTable, MAX_WRITE_BITS, MAX_WRITE_REGISTERS, type Table } from './constants.js';
 import { decodeRegisters, encodeRegisters } from './datatypes.js';
 import type { ModbusRequest, ModbusResponse } from './pdu.js';
 import { planReads, type ReadBlock, type ReadItem } from './plan.js';
@@ -15,6 +17,8 @@ import type { LineStats } from './transport.js';
 export interface ModbusDriver extends Driver {
   /** Counters of the line this driver uses (shared with other drivers on the same serial port). */
   stats(): LineStats;
+  /** Counters per unit this driver's channels address. */
+  devices(): DeviceStatus[];
 }
 
 /** Kura's 1-based addresses for messages: `HOLDING_REGISTERS 1..100`. */
@@ -26,9 +30,22 @@ function exceptionMessage(code: number, what: string, unitId: number): string {
   return `Modbus exception ${code} (${exceptionName(code)}) for ${what} on unit ${unitId}`;
 }
 
+/** One channel's write, encoded: registers (two bytes each) or one coil. */
+interface WriteItem {
+  index: number;
+  unitId: number;
+  table: Table;
+  address: number;
+  /** Registers or bits. */
+  count: number;
+  data?: Buffer;
+  bit?: boolean;
+}
+
 export class ModbusDriverImpl implements ModbusDriver {
-  private readonly spec = channelSpecs((ch, path) => parseChannel(ch.driverProps, ch.valueType, path));
+  private readonly spec: (ch: ChannelConfig) => ChannelSpec<ModbusChannelSpec>;
   private readonly opts: RequestOptions;
+  private readonly units = new Set<number>();
   private closed = false;
 
   constructor(
@@ -36,11 +53,21 @@ export class ModbusDriverImpl implements ModbusDriver {
     private readonly client: ModbusClient,
     private readonly release: () => Promise<void>,
   ) {
-    this.opts = { timeout: config.timeout, retries: config.retries };
+    this.opts = { timeout: config.timeout, retries: config.retries, backoffMax: config.backoffMax };
+    const inst = { 'access.type': config.accessType };
+    this.spec = channelSpecs((ch, path) => {
+      const parsed = parseChannel(ch.driverProps, ch.valueType, path, inst);
+      this.units.add(parsed.value.unitId);
+      return parsed;
+    });
   }
 
   stats(): LineStats {
     return { ...this.client.stats };
+  }
+
+  devices(): DeviceStatus[] {
+    return this.client.unitStats([...this.units].sort((a, b) => a - b));
   }
 
   async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
@@ -98,39 +125,86 @@ export class ModbusDriverImpl implements ModbusDriver {
     }
   }
 
+  /**
+   * Writes in request order. Consecutive requests to consecutive addresses of one unit and table
+   * become one FC16 (registers) or FC15 (coils), up to the protocol's limits (§6.11, §6.12); a single
+   * register is written with FC6 and a single coil with FC5 unless `write.multiple.registers.only`.
+   * A value longer than 123 registers is split into several FC16 requests (not atomic).
+   */
   async write(requests: WriteRequest[]): Promise<ChannelResult[]> {
     if (this.closed) return closedResults(requests.length);
-    // Queued in input order (the client is FIFO), so two writes to one register land in order.
-    return Promise.all(requests.map((r) => this.writeOne(r)));
+    const results: ChannelResult[] = new Array(requests.length);
+    const groups: WriteItem[][] = [];
+    let group: WriteItem[] = [];
+    let total = 0;
+    requests.forEach((r, index) => {
+      const item = this.encode(r, index);
+      if ('error' in item) {
+        results[index] = { ok: false, error: item.error };
+        return;
+      }
+      const last = group[group.length - 1];
+      const limit = item.data ? MAX_WRITE_REGISTERS : MAX_WRITE_BITS;
+      const joins = last && last.unitId === item.unitId && last.table === item.table && last.address + last.count === item.address && total + item.count <= limit;
+      if (!joins) {
+        if (group.length) groups.push(group);
+        group = [];
+        total = 0;
+      }
+      group.push(item);
+      total += item.count;
+    });
+    if (group.length) groups.push(group);
+    // Every request is queued now, in input order (the client is FIFO): two writes to one register
+    // land in order, and a read asked for after this write sees it.
+    await Promise.all(groups.map(async (g) => {
+      const error = await this.writeGroup(g);
+      for (const it of g) results[it.index] = error ? { ok: false, error } : { ok: true, value: requests[it.index].value, timestamp: Date.now() };
+    }));
+    return results;
   }
 
-  private async writeOne({ channel, value }: WriteRequest): Promise<ChannelResult> {
+  private encode({ channel, value }: WriteRequest, index: number): WriteItem | { error: string } {
     const s = this.spec(channel);
-    if (!('spec' in s)) return { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` };
-    const { spec } = s;
+    if (!('spec' in s)) return { error: `Invalid Modbus channel configuration: ${s.error}` };
+    const spec: ModbusChannelSpec = s.spec;
     const what = range(spec.table, spec.address, spec.count);
-    let req: ModbusRequest;
-    if (spec.table === 'DISCRETE_INPUTS' || spec.table === 'INPUT_REGISTERS') {
-      // Kura's driver: discrete inputs and input registers cannot be written.
-      return { ok: false, error: `${spec.table} cannot be written (${what})` };
-    }
+    // Kura's driver: discrete inputs and input registers cannot be written.
+    if (spec.table === 'DISCRETE_INPUTS' || spec.table === 'INPUT_REGISTERS') return { error: `${spec.table} cannot be written (${what})` };
+    const base = { index, unitId: spec.unitId, table: spec.table, address: spec.address, count: spec.count };
     if (isBitTable(spec.table)) {
-      if (value.type !== 'BOOLEAN') return { ok: false, error: `a ${value.type} value cannot be written to ${what}` };
-      req = { fc: 5, address: spec.address, value: value.value };
-    } else {
-      const data = encodeRegisters(value, spec, spec.arrayLength);
-      if (!Buffer.isBuffer(data)) return { ok: false, error: `${what}: ${data.error}` };
-      if (data.length / 2 > MAX_WRITE_REGISTERS) return { ok: false, error: `${what}: more than ${MAX_WRITE_REGISTERS} registers in one write` };
-      // One register: FC6; more: FC16 (Kura's HOLDING_REGISTERS write codes).
-      req = data.length === 2 ? { fc: 6, address: spec.address, value: data.readUInt16BE(0) } : { fc: 16, address: spec.address, data };
+      if (value.type !== 'BOOLEAN') return { error: `a ${value.type} value cannot be written to ${what}` };
+      return { ...base, bit: value.value };
     }
-    try {
-      const res = await this.client.request(spec.unitId, req, this.opts);
-      if ('exception' in res) return { ok: false, error: exceptionMessage(res.exception, `writing ${what}`, spec.unitId) };
-      return { ok: true, value, timestamp: Date.now() };
-    } catch (err) {
-      return { ok: false, error: (err as Error).message };
-    }
+    const raw = spec.scaleOnWrite ? removeScaleOffset(value, channel) : value;
+    if (typeof raw === 'string') return { error: `${what}: ${raw}` };
+    const data = encodeRegisters(raw, spec, spec.arrayLength);
+    return Buffer.isBuffer(data) ? { ...base, data } : { error: `${what}: ${data.error}` };
+  }
+
+  /** Queues one group's requests at once; resolves with the first error message, or undefined. */
+  private async writeGroup(g: WriteItem[]): Promise<string | undefined> {
+    const { unitId, table, address } = g[0];
+    const multiple = this.config.multipleOnly;
+    const reqs: ModbusRequest[] = [];
+    if (g[0].data) {
+      const data = Buffer.concat(g.map((it) => it.data!));
+      const max = MAX_WRITE_REGISTERS * 2;
+      if (data.length === 2 && !multiple) reqs.push({ fc: 6, address, value: data.readUInt16BE(0) });
+      else for (let at = 0; at < data.length; at += max) reqs.push({ fc: 16, address: address + at / 2, data: data.subarray(at, at + max) });
+    } else if (g.length === 1 && !multiple) reqs.push({ fc: 5, address, value: g[0].bit! });
+    else reqs.push({ fc: 15, address, values: g.map((it) => it.bit!) });
+    const outcomes = reqs.map(async (req) => {
+      const n = 'data' in req ? req.data.length / 2 : 'values' in req ? req.values.length : 1;
+      try {
+        const res = await this.client.request(unitId, req, this.opts);
+        if ('exception' in res) return exceptionMessage(res.exception, `writing ${range(table, req.address, n)}`, unitId);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return undefined;
+    });
+    return (await Promise.all(outcomes)).find((e) => e !== undefined);
   }
 
   async close(): Promise<void> {

@@ -7,7 +7,7 @@
 // The driver returned also has `stats()` (ModbusDriver) for the benchmark and diagnostics.
 
 import path from 'node:path';
-import type { ValueType } from '../../assets/types.js';
+import type { ChannelMode, ValueType } from '../../assets/types.js';
 import type { DriverContext, DriverFactory, Problem } from '../driver.js';
 import { ModbusClient } from './client.js';
 import { CHANNEL_KEYS, INSTANCE_KEYS, parseChannel, parseInstance } from './config.js';
@@ -31,8 +31,8 @@ export const modbusFactory: ModbusFactory = {
     return parseInstance(props, keyPath).problems;
   },
 
-  validateChannel(props: Record<string, unknown>, valueType: ValueType, keyPath: string): Problem[] {
-    return parseChannel(props, valueType, keyPath).problems;
+  validateChannel(props: Record<string, unknown>, valueType: ValueType, keyPath: string, instanceProps: Record<string, unknown>, mode?: ChannelMode): Problem[] {
+    return parseChannel(props, valueType, keyPath, instanceProps, mode).problems;
   },
 
   create(props: Record<string, unknown>, ctx: DriverContext): ModbusDriver {
@@ -43,9 +43,12 @@ export const modbusFactory: ModbusFactory = {
       const client = new ModbusClient(new TcpTransport(config.tcp.host, config.tcp.port, log));
       return new ModbusDriverImpl(config, client, () => client.close());
     }
-    const key = path.resolve(config.serial.portName);
-    const lease = ctx.lines.acquire(`modbus-rtu:${key}`, () => new ModbusClient(new SerialTransport(config.serial, log)), (c) => c.close());
-    if (lease.shared) log.info('modbus serial port shared with another driver instance; its line settings apply', { port: key });
+    // A serial line, or a converter's TCP port (most accept one connection), is shared.
+    const { host, port } = config.tcp;
+    const lease = config.accessType === 'RTU'
+      ? ctx.lines.acquire(`modbus-rtu:${path.resolve(config.serial.portName)}`, () => new ModbusClient(new SerialTransport(config.serial, log)), (c) => c.close())
+      : ctx.lines.acquire(`modbus-rtu-tcp:${host}:${port}`, () => new ModbusClient(new TcpTransport(host, port, log, 'rtu')), (c) => c.close());
+    if (lease.shared) log.info('modbus line shared with another driver instance; its settings apply', { line: lease.line.label });
     return new ModbusDriverImpl(config, lease.line, lease.release);
   },
 };

@@ -62,3 +62,57 @@ export function interFrameGapMs(baudrate: number): number {
   if (baudrate > 19200) return 1.75;
   return (3.5 * 11 * 1000) / baudrate;
 }
+
+/** Longest RTU frame (§2.5.1: 256 bytes); more unparsed bytes than this are noise. */
+const MAX_RTU_FRAME = 256;
+
+/** What a receiver counts (a transport's LineStats has these fields). */
+export interface RtuCounters {
+  discardedFrames: number;
+  crcErrors: number;
+}
+
+/**
+ * Finds the response to the one outstanding request in a byte stream (a serial line, or a TCP
+ * connection to a serial-to-Ethernet converter): a CRC-valid frame from the addressed unit to the
+ * request's function, at any offset. Noise before it is skipped and counted once; a bad CRC is
+ * counted once and the search goes on (§2.5.1.2).
+ */
+export class RtuReceiver {
+  private rx: Buffer = Buffer.alloc(0);
+  private crcSeen = new Set<number>();
+
+  constructor(private readonly stats: RtuCounters) {}
+
+  /** Forgets buffered bytes (counted as one discarded frame when there were any). */
+  drop(): void {
+    if (this.rx.length) this.stats.discardedFrames++;
+    this.rx = Buffer.alloc(0);
+    this.crcSeen.clear();
+  }
+
+  /** Adds bytes; returns the response PDU once it is complete. */
+  push(chunk: Buffer, unitId: number, fc: number): Buffer | undefined {
+    this.rx = this.rx.length ? Buffer.concat([this.rx, chunk]) : chunk;
+    for (let i = 0; i + 4 <= this.rx.length; i++) {
+      if (this.rx[i] !== unitId || (this.rx[i + 1] & 0x7f) !== fc) continue;
+      const r = decodeRtu(this.rx, 'response', i);
+      if (r.status === 'frame') {
+        if (i > 0) this.stats.discardedFrames++;
+        this.rx = this.rx.subarray(i + r.length);
+        this.drop();
+        return r.frame.pdu;
+      }
+      if (r.status === 'crc' && !this.crcSeen.has(i)) {
+        this.crcSeen.add(i);
+        this.stats.crcErrors++;
+      }
+    }
+    if (this.rx.length > MAX_RTU_FRAME * 2) {
+      this.stats.discardedFrames++;
+      this.rx = this.rx.subarray(this.rx.length - MAX_RTU_FRAME);
+      this.crcSeen.clear();
+    }
+    return undefined;
+  }
+}

@@ -12,14 +12,10 @@ import tty from 'node:tty';
 import { promisify } from 'node:util';
 import type { Logger } from '../../log.js';
 import type { SerialSettings } from './config.js';
-import { EXCEPTION_BIT } from './constants.js';
-import { decodeRtu, encodeRtu, interFrameGapMs } from './rtu-frame.js';
+import { RtuReceiver, encodeRtu, interFrameGapMs } from './rtu-frame.js';
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
 
 const run = promisify(execFile);
-
-/** Longest RTU frame (§2.5.1: 256 bytes); more unparsed bytes than this are noise. */
-const MAX_RTU_FRAME = 256;
 
 export function sttyArgs(s: SerialSettings): string[] {
   return [
@@ -37,8 +33,6 @@ interface Pending {
   fc: number;
   resolve(pdu: Buffer): void;
   reject(err: Error): void;
-  /** Offsets already counted as CRC errors in the current buffer. */
-  crcSeen: Set<number>;
 }
 
 export class SerialTransport implements Transport {
@@ -46,7 +40,7 @@ export class SerialTransport implements Transport {
   readonly stats: LineStats = emptyStats();
   private stream: tty.ReadStream | undefined;
   private opening: Promise<tty.ReadStream> | undefined;
-  private rx: Buffer = Buffer.alloc(0);
+  private readonly rx = new RtuReceiver(this.stats);
   private pending: Pending | undefined;
   private lastActivity = 0;
   private backoff = 0;
@@ -66,19 +60,18 @@ export class SerialTransport implements Transport {
     const quiet = this.lastActivity + this.gapMs - performance.now();
     if (quiet > 0) await new Promise((r) => setTimeout(r, Math.ceil(quiet)));
     if (this.stream !== stream) throw new Error(`${this.label}: port closed`);
-    this.dropRx();
+    this.rx.drop();
     const frame = encodeRtu({ unitId, pdu });
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending = undefined;
         this.stats.timeouts++;
-        this.dropRx();
+        this.rx.drop();
         reject(new TimeoutError(`${this.label}: no response from unit ${unitId} within ${timeoutMs} ms`));
       }, timeoutMs);
       this.pending = {
         unitId,
         fc: pdu[0],
-        crcSeen: new Set(),
         resolve: (p) => { clearTimeout(timer); resolve(p); },
         reject: (e) => { clearTimeout(timer); reject(e); },
       };
@@ -91,55 +84,29 @@ export class SerialTransport implements Transport {
     });
   }
 
-  /** Bytes nobody asked for (noise, a late answer): one discarded frame. */
-  private dropRx(): void {
-    if (this.rx.length) this.stats.discardedFrames++;
-    this.rx = Buffer.alloc(0);
-  }
-
   private onData(chunk: Buffer): void {
     this.stats.bytesReceived += chunk.length;
     this.lastActivity = performance.now();
     const p = this.pending;
     if (!p) {
+      // Bytes nobody asked for (noise, a late answer): one discarded frame.
       this.stats.discardedFrames++;
       return;
     }
-    this.rx = Buffer.concat([this.rx, chunk]);
-    // Look for a CRC-valid response from the addressed unit to this function at any offset:
-    // noise before it is skipped, a bad CRC is counted once and the search goes on (§2.5.1.2).
-    for (let i = 0; i + 4 <= this.rx.length; i++) {
-      if (this.rx[i] !== p.unitId || (this.rx[i + 1] & ~EXCEPTION_BIT) !== p.fc) continue;
-      const r = decodeRtu(this.rx, 'response', i);
-      if (r.status === 'frame') {
-        if (i > 0) this.stats.discardedFrames++;
-        this.rx = this.rx.subarray(i + r.length);
-        this.dropRx();
-        this.pending = undefined;
-        this.stats.responses++;
-        p.resolve(r.frame.pdu);
-        return;
-      }
-      if (r.status === 'crc' && !p.crcSeen.has(i)) {
-        p.crcSeen.add(i);
-        this.stats.crcErrors++;
-      }
-    }
-    if (this.rx.length > MAX_RTU_FRAME * 2) {
-      this.stats.discardedFrames++;
-      this.rx = this.rx.subarray(this.rx.length - MAX_RTU_FRAME);
-      p.crcSeen.clear();
-    }
+    const pdu = this.rx.push(chunk, p.unitId, p.fc);
+    if (!pdu) return;
+    this.pending = undefined;
+    this.stats.responses++;
+    p.resolve(pdu);
   }
 
   private open(): Promise<tty.ReadStream> {
     if (this.closed) return Promise.reject(new Error(`${this.label}: driver closed`));
     if (this.stream) return Promise.resolve(this.stream);
     if (this.opening) return this.opening;
-    const now = Date.now();
-    if (now < this.retryAt) {
-      return Promise.reject(new Error(`${this.label}: port not open (${this.lastError}; next attempt in ${this.retryAt - now} ms)`));
-    }
+    // While backing off, the last failure is repeated word for word: a stable text lets
+    // report-by-exception telemetry treat it as unchanged.
+    if (Date.now() < this.retryAt) return Promise.reject(new Error(`${this.label}: ${this.lastError}`));
     this.opening = (async () => {
       let fd: number | undefined;
       try {
@@ -186,7 +153,7 @@ export class SerialTransport implements Transport {
     if (!stream) return;
     this.stream = undefined;
     stream.destroy();
-    this.rx = Buffer.alloc(0);
+    this.rx.drop();
     const p = this.pending;
     this.pending = undefined;
     const why = (err as NodeJS.ErrnoException).code ?? err.message;

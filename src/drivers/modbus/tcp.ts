@@ -1,15 +1,19 @@
-// Modbus TCP transport: one connection, opened on demand and reopened with backoff after it fails.
-// A response is matched by transaction id (Messaging on TCP/IP Implementation Guide §3.1.3); one
-// with another id (e.g. the late answer to a request that timed out) is discarded and counted.
+// Modbus over a TCP connection, opened on demand and reopened with backoff after it fails.
+// Framing `mbap` (Modbus TCP): a response is matched by transaction id (Messaging on TCP/IP
+// Implementation Guide §3.1.3); one with another id (e.g. the late answer to a request that timed
+// out) is discarded and counted. Framing `rtu` (RTU over TCP, as serial-to-Ethernet converters pass
+// it): RTU frames with CRC (Modbus over Serial Line §2.5.1), matched like on a serial line.
 
 import net from 'node:net';
 import type { Logger } from '../../log.js';
 import { MbapDecoder, encodeMbap } from './mbap.js';
+import { RtuReceiver, encodeRtu } from './rtu-frame.js';
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
 
 interface Pending {
   transactionId: number;
   unitId: number;
+  fc: number;
   resolve(pdu: Buffer): void;
   reject(err: Error): void;
 }
@@ -20,6 +24,7 @@ export class TcpTransport implements Transport {
   private socket: net.Socket | undefined;
   private connecting: Promise<net.Socket> | undefined;
   private readonly decoder = new MbapDecoder();
+  private readonly rtu = new RtuReceiver(this.stats);
   private pending: Pending | undefined;
   private transactionId = 0;
   private backoff = 0;
@@ -27,8 +32,8 @@ export class TcpTransport implements Transport {
   private lastError = '';
   private closed = false;
 
-  constructor(private readonly host: string, private readonly port: number, private readonly log: Logger) {
-    this.label = `Modbus TCP ${host}:${port}`;
+  constructor(private readonly host: string, private readonly port: number, private readonly log: Logger, private readonly framing: 'mbap' | 'rtu' = 'mbap') {
+    this.label = `Modbus ${framing === 'rtu' ? 'RTU over TCP' : 'TCP'} ${host}:${port}`;
   }
 
   async exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
@@ -37,7 +42,8 @@ export class TcpTransport implements Transport {
     // Transaction ids run 1..65535 and wrap; 0 is skipped so a zeroed frame never matches.
     this.transactionId = (this.transactionId % 0xffff) + 1;
     const transactionId = this.transactionId;
-    const frame = encodeMbap({ transactionId, protocolId: 0, unitId, pdu });
+    const frame = this.framing === 'rtu' ? encodeRtu({ unitId, pdu }) : encodeMbap({ transactionId, protocolId: 0, unitId, pdu });
+    this.rtu.drop();
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending = undefined;
@@ -47,6 +53,7 @@ export class TcpTransport implements Transport {
       this.pending = {
         transactionId,
         unitId,
+        fc: pdu[0],
         resolve: (p) => { clearTimeout(timer); resolve(p); },
         reject: (e) => { clearTimeout(timer); reject(e); },
       };
@@ -60,10 +67,9 @@ export class TcpTransport implements Transport {
     if (this.closed) return Promise.reject(new Error(`${this.label}: driver closed`));
     if (this.socket) return Promise.resolve(this.socket);
     if (this.connecting) return this.connecting;
-    const now = Date.now();
-    if (now < this.retryAt) {
-      return Promise.reject(new Error(`${this.label}: not connected (${this.lastError}; next attempt in ${this.retryAt - now} ms)`));
-    }
+    // While backing off, the last failure is repeated word for word: a stable text lets
+    // report-by-exception telemetry treat it as unchanged.
+    if (Date.now() < this.retryAt) return Promise.reject(new Error(`${this.label}: ${this.lastError}`));
     this.connecting = new Promise<net.Socket>((resolve, reject) => {
       const socket = net.connect({ host: this.host, port: this.port });
       const timer = setTimeout(() => fail(new Error(`connect timed out after ${timeoutMs} ms`)), timeoutMs);
@@ -108,6 +114,15 @@ export class TcpTransport implements Transport {
 
   private onData(chunk: Buffer): void {
     this.stats.bytesReceived += chunk.length;
+    if (this.framing === 'rtu') {
+      const p = this.pending;
+      const pdu = p ? this.rtu.push(chunk, p.unitId, p.fc) : undefined;
+      if (!p) this.stats.discardedFrames++;
+      if (!p || !pdu) return;
+      this.pending = undefined;
+      this.stats.responses++;
+      return p.resolve(pdu);
+    }
     for (const result of this.decoder.push(chunk)) {
       if ('error' in result) {
         // No resynchronisation point in a TCP stream: start over on a fresh connection.
@@ -134,6 +149,7 @@ export class TcpTransport implements Transport {
     this.socket.destroy();
     this.socket = undefined;
     this.decoder.reset();
+    this.rtu.drop();
     const p = this.pending;
     this.pending = undefined;
     const why = err ? ((err as NodeJS.ErrnoException).code ?? err.message) : 'closed by the device';
