@@ -23,6 +23,7 @@ t.test('check-config names the Modbus key of every problem', async (t) => {
           speed: { type: 'READ', 'value.type': 'INTEGER', 'data.type': 'FLOAT32', 'memory.address': 1 },
           flow: { type: 'READ', 'value.type': 'DOUBLE', 'primary.table': 'TABLE', 'unit.id': 300 },
           ok: { type: 'READ', 'value.type': 'LONG', 'data.type': 'UINT64', 'memory.address': 7 },
+          ro: { type: 'READ_WRITE', 'value.type': 'INTEGER', 'primary.table': 'INPUT_REGISTERS' },
         },
       },
     },
@@ -34,7 +35,8 @@ t.test('check-config names the Modbus key of every problem', async (t) => {
     'drivers.plc.modbus.tiemout: unknown key',
     'assets.pump.channels.speed.data.type: channel speed: data.type FLOAT32 does not fit value.type INTEGER',
     'assets.pump.channels.flow.primary.table: unknown value "TABLE"',
-    'assets.pump.channels.flow.unit.id: 300 is out of range (1..247)',
+    'assets.pump.channels.flow.unit.id: 300 is out of range (0..255)',
+    'assets.pump.channels.ro.primary.table: channel ro: INPUT_REGISTERS cannot be written, so type READ_WRITE can never work',
   ]) t.match(r.stdout, key, key);
   t.notMatch(r.stdout, /channels\.ok\./, 'the good channel has no problem');
 });
