@@ -89,8 +89,11 @@ function shell(notice: string): void {
       h('span', { class: 'who' }, 'Logged in as ', h('strong', null, id.name)),
       h('button', { type: 'button', class: 'secondary', onclick: logout }, 'Log out')),
     nav, toast, main);
+  let first = true;
   const route = () => {
     stop();
+    if (!first) toast.textContent = '';
+    first = false;
     const [path = '', ...args] = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
     const permitted = VIEWS.filter((v) => allowed(id, v.permission));
     replace(nav, h('ul', null, permitted.map((v) => h('li', null, h('a', { href: `#/${v.path}`, 'aria-current': v.path === path ? 'page' : undefined }, v.title)))));

@@ -9,8 +9,11 @@ export function problem(e: unknown, permission?: string): HTMLElement {
   return h('p', { class: 'error', role: 'alert' }, msg);
 }
 
-export const table = (head: string[], rows: HTMLElement[], caption: string): HTMLElement =>
-  h('div', { class: 'scroll' }, h('table', null, h('caption', { class: 'sr' }, caption), h('thead', null, h('tr', null, head.map((x) => h('th', { scope: 'col' }, x)))), h('tbody', null, rows)));
+/** A table; at phone width each row becomes a card whose cells are labelled with their column. */
+export function table(head: string[], rows: HTMLElement[], caption: string): HTMLElement {
+  for (const r of rows) [...r.children].forEach((c, i) => head[i] && c.setAttribute('data-label', head[i]));
+  return h('div', { class: 'scroll' }, h('table', null, h('caption', { class: 'sr' }, caption), h('thead', null, h('tr', null, head.map((x) => h('th', { scope: 'col' }, x)))), h('tbody', null, rows)));
+}
 
 export const dl = (pairs: [string, unknown][]): HTMLElement =>
   h('dl', null, pairs.map(([k, v]) => [h('dt', null, k), h('dd', null, v === undefined || v === null || v === '' ? '—' : String(v))]));

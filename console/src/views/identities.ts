@@ -10,7 +10,7 @@ interface Ident { userName: string; passwordAuthEnabled: boolean; passwordChange
 function checkboxes(all: string[], chosen: string[], legend: string): { el: HTMLElement; value(): string[] } {
   const boxes = all.map((p) => h('input', { type: 'checkbox', value: p, checked: chosen.includes(p), id: uid('p') }));
   return {
-    el: h('fieldset', { class: 'perms' }, h('legend', null, legend), boxes.map((b) => h('label', { for: b.id }, b, ` ${b.value}`))),
+    el: h('fieldset', { class: 'perms' }, h('legend', null, legend), boxes.map((b) => h('label', { for: b.id }, b, b.value))),
     value: () => boxes.filter((b) => b.checked).map((b) => b.value),
   };
 }
@@ -48,7 +48,7 @@ export function identitiesView(root: HTMLElement, _args: string[], me: Identity)
           h('td', null, u.permissions.join(', ') || '—', details),
           h('td', null, !u.passwordAuthEnabled ? 'certificate only' : u.passwordChangeNeeded ? 'must change at next login' : 'set'),
           h('td', { class: 'actions' },
-            u.passwordAuthEnabled && !u.passwordChangeNeeded ? h('button', {
+            u.passwordAuthEnabled && !u.passwordChangeNeeded && u.userName !== me.name ? h('button', {
               type: 'button', class: 'secondary', 'aria-label': `Force ${u.userName} to change the password`,
               onclick: () => act(`${u.userName} must change the password at the next login.`, () => call('PUT', `${I}/identities`, { userName: u.userName, passwordChangeNeeded: true })),
             }, 'Force password change') : null,
@@ -67,6 +67,7 @@ export function identitiesView(root: HTMLElement, _args: string[], me: Identity)
     const name = h('input', { required: true, autocomplete: 'off', autocapitalize: 'none', pattern: '[A-Za-z0-9_.@\\-]{1,64}' });
     const pw = h('input', { type: 'password', required: true, autocomplete: 'new-password' });
     const change = h('input', { type: 'checkbox', checked: true, id: uid('c') });
+    change.defaultChecked = true; // form.reset() after a creation checks it again
     const sel = checkboxes(perms, [], 'Permissions');
     const form: HTMLFormElement = h('form', {
       onsubmit: (ev: Event) => {
@@ -77,7 +78,7 @@ export function identitiesView(root: HTMLElement, _args: string[], me: Identity)
         });
       },
     }, h('h2', null, 'New identity'), field('Name', name, 'Letters, digits and _ . @ -'), field('Initial password', pw, 'Must meet the gateway\'s password rules.'),
-    h('div', { class: 'field' }, h('label', { for: change.id }, change, ' Must change the password at the first login')), sel.el, h('button', { type: 'submit' }, 'Create identity'));
+    h('div', { class: 'field' }, h('label', { for: change.id }, change, 'Must change the password at the first login')), sel.el, h('button', { type: 'submit' }, 'Create identity'));
     return form;
   };
   void load();
