@@ -241,6 +241,11 @@ export class MqttClient extends EventEmitter {
     return this.connected;
   }
 
+  /** The local address of the connection to the broker (BIRTH's `connection_ip`). */
+  get localAddress(): string | undefined {
+    return this.socket?.localAddress;
+  }
+
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
@@ -621,7 +626,7 @@ export class MqttClient extends EventEmitter {
   private ended = false;
 
   /**
-   * Stops the client. Graceful: publishes the DC message (QoS 0), waits up to `drainMs` for
+   * Stops the client. Graceful: publishes the DC message (at its QoS), waits up to `drainMs` for
    * outstanding PUBACKs, sends DISCONNECT (so the broker discards the will) and closes. Unacknowledged
    * QoS 1 publications are rejected (the outbox still holds them).
    */
@@ -638,8 +643,13 @@ export class MqttClient extends EventEmitter {
     const socket = this.socket;
     if (this.connected && socket) {
       if (this.opts.disconnectMessage) {
+        // At its QoS: a QoS 1 DC joins the publications the drain below waits for.
         const m = this.opts.disconnectMessage();
-        this.write({ cmd: 'publish', topic: m.topic, payload: m.payload, qos: 0, dup: false, retain: m.retain ?? false });
+        if (m.qos === 1) {
+          this.ended = false;
+          this.publish(m.topic, m.payload, { qos: 1, retain: m.retain }).catch(() => {});
+          this.ended = true;
+        } else this.write({ cmd: 'publish', topic: m.topic, payload: m.payload, qos: 0, dup: false, retain: m.retain ?? false });
       }
       const deadline = Date.now() + drainMs;
       while (this.inflight.size > 0 && this.connected && Date.now() < deadline) {

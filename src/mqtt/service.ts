@@ -8,19 +8,19 @@
 //   daemon.add({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
 //
 // Life-cycle messages, as Kura's CloudServiceImpl / MqttDataTransport (docs/mqtt.md "Life-cycle messages"):
-//   <prefix>/<account>/<client-id>/MQTT/BIRTH  after each CONNACK, QoS 0: KuraPayload with metrics
-//       client_id, display_name ("gatewayd"), application_framework ("gatewayd"),
-//       application_framework_version, application_ids ("ASSET-V1"), payload_encoding, uptime (INT64 ms);
-//   <prefix>/<account>/<client-id>/MQTT/DC     before a clean DISCONNECT, QoS 0: timestamp and uptime;
+//   <prefix>/<account>/<client-id>/MQTT/BIRTH  after each CONNACK and again (debounced) when the set of
+//       application ids changes, QoS 1: Kura's string metrics (src/mqtt/lifecycle.ts);
+//   <prefix>/<account>/<client-id>/MQTT/DC     before a clean DISCONNECT, QoS 1: uptime, display_name;
 //   <prefix>/<account>/<client-id>/MQTT/LWT    the last will, QoS 0: timestamp of when the connection
 //       was set up (the will is fixed at CONNECT time, so it cannot carry the time of death).
+// The device publishes on other clients' topics only …/REPLY/… and …/NOTIFY/<own client id>/…
+// (Eclipse Kapua's broker ACLs); `mayPublish` holds every reply and notification to that.
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AssetService, ChannelRecord } from '../assets/types.js';
 import type { Logger } from '../log.js';
-import { VERSION } from '../version.js';
 import { assetV1Family } from './asset-v1/handler.js';
 import { MqttApplications } from './applications.js';
 import { Envelope } from './envelope.js';
@@ -28,6 +28,7 @@ import { familyApplication } from '../core/mqtt.js';
 import { MqttClient, MqttError, type MqttMessage } from './client.js';
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
 import { Outbox, type OutboxMessage, type OutboxStats } from './outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { Telemetry, encodeTelemetry } from './telemetry.js';
@@ -77,7 +78,10 @@ export class MqttService {
     this.log = opts.log.child({ component: 'mqtt' });
     this.applications = opts.applications ?? new MqttApplications();
     if (!opts.applications) this.applications.register(familyApplication(assetV1Family(opts.assets), this.log));
-    this.applications.onChange(() => this.syncSubscriptions());
+    this.applications.onChange(() => {
+      this.syncSubscriptions();
+      this.scheduleBirth();
+    });
   }
 
   async start(): Promise<void> {
@@ -166,8 +170,38 @@ export class MqttService {
     return this.config['encode.gzip'];
   }
 
-  private uptime(): KuraMetric {
-    return { name: 'uptime', type: 'INT64', value: BigInt(Date.now() - this.startedAt) };
+  private facts(): LifecycleFacts {
+    const c = this.config;
+    return { startedAt: this.startedAt, clientId: c['client-id'], encoding: c['payload.encoding'], applicationIds: this.applications.ids(), connectionIp: this.client?.localAddress };
+  }
+
+  private birth(): MqttMessage {
+    return { topic: `${this.topicBase()}/MQTT/BIRTH`, payload: this.lifecyclePayload(birthMetrics(this.facts())), qos: 1 };
+  }
+
+  private birthTimer?: NodeJS.Timeout;
+
+  /** BIRTH again once the application ids settle (a package may add several handlers at once). */
+  private scheduleBirth(): void {
+    clearTimeout(this.birthTimer);
+    this.birthTimer = setTimeout(() => {
+      const client = this.client;
+      if (!client?.isConnected) return; // the next connection's BIRTH carries the new ids
+      const b = this.birth();
+      client.publish(b.topic, b.payload, { qos: 1 }).catch(() => {});
+    }, 1000);
+    this.birthTimer.unref?.();
+  }
+
+  /**
+   * Topics the device may publish replies and notifications on: its own, and on another client's
+   * only `<prefix>/<account>/<client>/<app>/REPLY/…` and `…/<app>/NOTIFY/<own client id>/…`.
+   */
+  private mayPublish(topic: string): boolean {
+    const c = this.config;
+    const l = topic.split('/');
+    if (l[0] !== c['topic.control-prefix'] || l[1] !== c['topic.context.account-name'] || l.length < 6) return false;
+    return l[2] === c['client-id'] || l[4] === 'REPLY' || (l[4] === 'NOTIFY' && l[5] === c['client-id']);
   }
 
   private readTls(): { ca?: Buffer; cert?: Buffer; key?: Buffer } | undefined {
@@ -209,8 +243,8 @@ export class MqttService {
         keepAlive: c['keep-alive'],
         clean: c['clean-session'],
         will: lwt,
-        birth: () => ({ topic: `${base}/MQTT/BIRTH`, payload: this.lifecyclePayload(this.birthMetrics()) }),
-        disconnectMessage: () => ({ topic: `${base}/MQTT/DC`, payload: this.lifecyclePayload([this.uptime()]) }),
+        birth: () => this.birth(),
+        disconnectMessage: () => ({ topic: `${base}/MQTT/DC`, payload: this.lifecyclePayload(dcMetrics(this.facts())), qos: 1 }),
         tls: tlsMaterial,
         connectTimeout: this.opts.tuning?.connectTimeout,
         reconnectMin: this.opts.tuning?.reconnectMin,
@@ -231,19 +265,6 @@ export class MqttService {
     this.syncSubscriptions();
     client.start();
     this.pump();
-  }
-
-  private birthMetrics(): KuraMetric[] {
-    const c = this.config;
-    return [
-      { name: 'client_id', type: 'STRING', value: c['client-id'] },
-      { name: 'display_name', type: 'STRING', value: 'gatewayd' },
-      { name: 'application_framework', type: 'STRING', value: 'gatewayd' },
-      { name: 'application_framework_version', type: 'STRING', value: VERSION },
-      { name: 'application_ids', type: 'STRING', value: this.applications.ids().join(',') },
-      { name: 'payload_encoding', type: 'STRING', value: c['payload.encoding'] },
-      this.uptime(),
-    ];
   }
 
   /** One subscription per application id (Kura subscribes per cloudlet), added and removed at run time. */
@@ -276,7 +297,11 @@ export class MqttService {
     }
     this.activeRequests++;
     // Replies and notifications are QoS 0, retain false, as Kura publishes them.
-    const send = (r: Reply) => client.publish(r.topic, r.payload, { qos: 0 });
+    const send = (r: Reply) => {
+      if (this.mayPublish(r.topic)) return client.publish(r.topic, r.payload, { qos: 0 });
+      this.log.warn('MQTT reply not sent: topic outside the broker rules', { topic: r.topic });
+      return Promise.resolve();
+    };
     this.applications
       .dispatch(envelope, topic, payload, (r) => void send(r).catch(() => {}), this.log)
       .then(async (reply) => {
@@ -334,6 +359,7 @@ export class MqttService {
   }
 
   private async disconnect(): Promise<void> {
+    clearTimeout(this.birthTimer);
     const client = this.client;
     this.client = undefined;
     this.envelope = undefined;

@@ -65,6 +65,8 @@ export interface Broker {
   restart(): Promise<void>;
   /** Stops the broker and removes the temp dir. */
   close(): Promise<void>;
+  /** What the broker logged since its last start (`log_type` lines given in `conf`). */
+  output(): string;
 }
 
 async function waitForPort(port: number, child: ChildProcess, timeoutMs = 10_000): Promise<void> {
@@ -85,7 +87,8 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs = 10_000
   throw new Error(`mosquitto did not listen on ${port}`);
 }
 
-export async function startMosquitto(opts: { tls?: boolean } = {}): Promise<Broker> {
+/** `conf`: extra mosquitto.conf lines (e.g. `acl_file …`, `log_type all`). */
+export async function startMosquitto(opts: { tls?: boolean; conf?: string[] } = {}): Promise<Broker> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-mosquitto-'));
   const port = await freePort();
   const tlsPort = opts.tls ? await freePort() : undefined;
@@ -106,6 +109,7 @@ export async function startMosquitto(opts: { tls?: boolean } = {}): Promise<Brok
     `persistence_location ${dir}/`,
     'log_dest stdout',
     'log_type error',
+    ...(opts.conf ?? []),
     `listener ${port} 127.0.0.1`,
   ];
   if (certs && tlsPort) {
@@ -159,6 +163,7 @@ export async function startMosquitto(opts: { tls?: boolean } = {}): Promise<Brok
       await broker.stop('SIGKILL');
       fs.rmSync(dir, { recursive: true, force: true });
     },
+    output: () => output,
   };
   try {
     await broker.start();
