@@ -94,7 +94,7 @@ export async function runPasswd(file: string, rest: string[], clearChangeFlag: b
     await store.setPassword(name, password, clearChangeFlag);
   } catch (err) {
     if (err instanceof IdentityError) return fail(`no identity named ${name} in ${config.dataDir}`);
-    const hint = (err as NodeJS.ErrnoException).code === 'EACCES' ? `; run it as root or as the owner of ${config.dataDir} (runuser -u ${process.env.GATEWAYD_USER || 'gatewayd'} -- gatewayd passwd --config ${file} ${name})` : '';
+    const hint = /EACCES|EPERM/.test(`${(err as NodeJS.ErrnoException).code} ${(err as Error).message}`) ? `; run it as root or as the owner of ${config.dataDir} (runuser -u ${process.env.GATEWAYD_USER || 'gatewayd'} -- gatewayd passwd --config ${file} ${name})` : '';
     return fail((err as Error).message + hint);
   }
   process.stdout.write(`password of ${name} set${clearChangeFlag ? '; password change no longer required' : ''}\n`);
