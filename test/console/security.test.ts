@@ -4,8 +4,10 @@
 // own Basic login dialog (the console's 401s carry no challenge).
 
 import t from 'tap';
+import fs from 'node:fs';
 import { startDaemon } from '../helpers/daemon.js';
 import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveOpenssl, makePki } from '../helpers/certs.js';
 
 const users = {
   admin: { password: 'Admin-pass1', permissions: ['kura.admin'], passwordChangeNeeded: false },
@@ -62,6 +64,22 @@ t.test('field console security', async (t) => {
     // A 401 outside the console's own calls (a navigation) still gets Kura's challenge.
     // Headless chromium has no dialog to show: it fails the navigation on the challenge instead.
     await t.rejects(page.goto(`${origin}/services/assets`), /ERR_INVALID_AUTH_CREDENTIALS/, 'a navigation to the REST API is challenged');
+  });
+
+  await t.test('certificate login: the password page points to the certificate port, where the browser logs in with its certificate', { skip: haveOpenssl() ? false : 'openssl not installed' }, async (t) => {
+    const pki = makePki();
+    t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
+    const d = await startDaemon(t, { identities: users, http: { 'https.truststore': pki.caCert } }, { http: 0, https: 1, clientAuth: 1 });
+    const certOrigin = `https://127.0.0.1:${d.ports.clientAuth[0]}`;
+    const admin = pki.client('admin');
+    const context = await browser.newContext({ ignoreHTTPSErrors: true, clientCertificates: [{ origin: certOrigin, certPath: admin.cert, keyPath: admin.key }] });
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    await page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
+    await page.getByRole('link', { name: `${certOrigin}/console/` }).click();
+    await page.getByRole('button', { name: 'Log in with my certificate' }).click();
+    await page.getByRole('heading', { name: 'Status', level: 1 }).waitFor();
+    t.match(await page.locator('header').innerText(), /Logged in as\s+admin/, 'logged in as the certificate\'s CN');
   });
 
   await t.test('an expired session returns to the login view with a message', async (t) => {
