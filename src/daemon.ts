@@ -2,6 +2,7 @@
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
@@ -17,6 +18,9 @@ import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
 import { mountIdentityApi } from './api/identity.js';
 import { MqttService } from './mqtt/service.js';
+import { MqttClient } from './mqtt/client.js';
+import { Outbox } from './mqtt/outbox.js';
+import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
 import { assetV1Family } from './mqtt/asset-v1/handler.js';
 import { familyApplication } from './core/mqtt.js';
@@ -25,6 +29,7 @@ import type { Family } from './core/family.js';
 import { startDeployment } from './deploy/component.js';
 import { systemFamily } from './api/system.js';
 import { mountConsole } from './console/serve.js';
+import { mountDeployApi } from './api/deploy.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -48,7 +53,6 @@ export class Daemon {
   readonly applications: MqttApplications;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
-  private mqtt: MqttService | undefined;
   private components: Component[] = [];
   private stopping: Promise<void> | undefined;
   config: Config;
@@ -77,27 +81,46 @@ export class Daemon {
   /** Starts everything; resolves once every listener accepts (then logs the ready line). */
   async start(): Promise<void> {
     const cfg = this.config;
+    const log = this.log;
+    const http = this.http;
     openDataDir(cfg.dataDir, VERSION);
-    // Auth first: its stages (allowed ports, authentication, roles) guard every route mounted later.
-    const auth = (this.auth = await AuthLayer.start(cfg, this.http, this.log));
+    const auth = (this.auth = await AuthLayer.open(cfg, log));
     this.components.push(auth);
-    mountSessionApi(this.http, auth);
-    mountIdentityApi(this.http, auth);
+
+    // The HTTP pipeline, in Kura's order (docs/rest-api.md "Authentication"): route matching
+    // (404/405, in the server) → these stages → the route's handler → the response filters.
+    http
+      .use(auth.allowedPorts) //   404 on a port outside rest.allowed.ports
+      .use(auth.authenticate) //   providers by priority: certificate, BASIC, session, custom ones
+      .use(auth.authorise) //      the route's role: rest.<role> or kura.admin, else 403
+      .filter(auth.challenge); //  403 without a principal → 401; WWW-Authenticate while BASIC is on
+
+    // REST families and MQTT applications.
+    mountSessionApi(http, auth);
+    mountIdentityApi(http, auth);
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
-    mountAssetsApi(this.http, { assets: this.assets, log: this.log });
+    mountAssetsApi(http, { assets: this.assets, log });
     this.mount(assetV1Family(this.assets));
-    this.mount(systemFamily(this.http, { config: () => this.config, mqtt: () => this.mqtt?.stats() }));
-    mountConsole(this.http, { enabled: () => this.config.console['console.enabled'], log: this.log });
-    // Installed packages start (and register their drivers) before the listeners accept.
-    this.components.push(await startDeployment({ server: this.http, dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, log: this.log }));
+    // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
+    const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], log: log.child({ component: 'mqtt' }) });
+    const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
+    const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
+    this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }) }));
+    mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
+    // Installed packages start (and register their drivers and providers) before the listeners accept.
+    const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, log });
+    this.components.push(deploy);
+    mountDeployApi(http, { deploy: deploy.service, log });
+
     await this.listen();
-    // MQTT connects in the background: readiness does not wait for the broker (contract §5).
-    const mqtt = (this.mqtt = new MqttService({ config: cfg.mqtt, assets: this.assets, applications: this.applications, dataDir: cfg.dataDir, log: this.log }));
+
+    // MQTT connects in the background: readiness does not wait for the broker.
     await mqtt.start();
     this.components.push({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
-    const ports = this.http.listeners().map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`).join(',');
-    this.log.always('gatewayd ready', { version: VERSION, ports, pid: process.pid });
+
+    const ports = http.listeners().map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`).join(',');
+    log.always('gatewayd ready', { version: VERSION, ports, pid: process.pid });
   }
 
   private async listen(): Promise<void> {
@@ -128,11 +151,6 @@ export class Daemon {
       }
     }
     await this.http.listen(specs, h['bind.address'], tls);
-  }
-
-  /** Registers a component started outside the constructor (auth, MQTT, deploy). */
-  add(component: Component): void {
-    this.components.push(component);
   }
 
   /**

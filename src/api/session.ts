@@ -135,7 +135,7 @@ export function mountSessionApi(server: HttpServer, auth: AuthLayer): void {
   // Anonymous and never gated (as in Kura). Ports: the client-auth listeners actually open, sorted.
   route('GET', '/authenticationInfo', (ctx) => {
     const info: Record<string, unknown> = { passwordAuthenticationEnabled: auth.passwordEnabled };
-    const ports = auth.http.listeners().filter((l) => l.clientAuth).map((l) => l.port).sort((a, b) => a - b);
+    const ports = server.listeners().filter((l) => l.clientAuth).map((l) => l.port).sort((a, b) => a - b);
     const cert = auth.rest['auth.certificate.enabled'] && ports.length > 0;
     info.certificateAuthenticationEnabled = cert;
     if (cert) info.certificateAuthenticationPorts = ports;

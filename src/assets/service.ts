@@ -227,9 +227,9 @@ export class AssetRuntime implements AssetService {
     return records;
   }
 
-  /** One driver call; every way it can fail becomes per-channel failures (contract §5). */
   /**
-   * Calls the driver; never rejects. A call that has not answered within `callTimeoutMs` fails its
+   * One driver call; never rejects: every way it can fail becomes per-channel failures (a driver
+   * error is a FAILURE record, docs/rest-api.md). A call that has not answered within `callTimeoutMs` fails its
    * channels. The deadline is watched by one shared timer (`watchdog`), not a timer per call: every
    * REST read goes through here.
    */

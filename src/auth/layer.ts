@@ -1,47 +1,35 @@
-// The authentication layer: the pipeline stages and response filters of kura/session-auth.md §1,
-// the built-in providers (§6–8), and the state they share (identities, sessions, throttle, cache).
+// The authentication layer: the pipeline stages and the response filter of Kura's REST service (the
+// daemon puts them in its HTTP stage list, src/daemon.ts), the providers, and the state they share
+// (identities, sessions, throttle, BASIC cache).
 //
-//   allowed ports (404 bodiless) → authentication (providers by priority: stateless certificate 100,
-//   BASIC 200, session 300, custom ones) → role check (anonymous 403, rewritten to 401 by the
-//   response filter; authenticated without `rest.<role>` or `kura.admin` 403) → handler →
-//   filters (403 without principal → 401; WWW-Authenticate on 401/403 while BASIC is on).
+//   allowedPorts (404 bodiless) → authenticate (providers by priority: built-in certificate 100,
+//   BASIC 200, session 300 — src/auth/providers/ — then custom ones) → authorise (anonymous 403,
+//   rewritten to 401 by the filter; authenticated without `rest.<role>` or `kura.admin` 403) →
+//   handler → challenge filter (403 without principal → 401; WWW-Authenticate on 401/403 while BASIC
+//   is on).
 
+import type { IncomingHttpHeaders } from 'node:http';
+import type { PeerCertificate } from 'node:tls';
 import type { Config } from '../config/config.js';
 import type { ConsoleConfig, RestConfig } from './config.js';
-import type { HttpServer, Route } from '../http/server.js';
-import { HttpError, type RequestContext } from '../http/context.js';
+import type { Route } from '../http/server.js';
+import { HttpError, type ListenerInfo, type RequestContext } from '../http/context.js';
 import type { Logger } from '../log.js';
-import { BasicCache, parseBasic } from './basic.js';
+import { BasicCache } from './basic.js';
 import { IdentityStore, type Identity } from './identity-store.js';
-import { HashBusyError, safeEqual } from './password-hash.js';
-import {
-  AuthProviderRegistry, BASIC_PRIORITY, CERTIFICATE_PRIORITY, SESSION_PRIORITY,
-  type AuthRequest, type AuthResult, type IdentityView,
-} from './provider.js';
+import { HashBusyError } from './password-hash.js';
+import { AuthProviderRegistry, type AuthProvider, type AuthRequest, type AuthResult, type IdentityView } from './provider.js';
 import { SessionStore, type Session } from './session-store.js';
 import { LoginThrottle } from './throttle.js';
+import { certificateProvider, commonName } from './providers/certificate.js';
+import { basicProvider } from './providers/basic.js';
+import { SESSION_BASE, SESSION_COOKIE, XSRF_HEADER, sessionProvider } from './providers/session.js';
 
-export const SESSION_COOKIE = 'JSESSIONID';
-export const XSRF_HEADER = 'x-xsrf-token';
+export { commonName, SESSION_BASE, SESSION_COOKIE, XSRF_HEADER };
 export const BASIC_CHALLENGE = 'Basic realm="kura-rest-api"';
-export const SESSION_BASE = '/services/session/v1';
-const XSRF_PATH = `${SESSION_BASE}/xsrfToken`;
-const CHANGE_PASSWORD_PATH = `${SESSION_BASE}/changePassword`;
 
 /** What the request's cookie pointed to, set by the authentication stage for the session API. */
 export const SESSION_LOCAL = 'session';
-
-interface Step {
-  name: string;
-  priority: number;
-  run(ctx: RequestContext): Promise<string | undefined> | string | undefined;
-}
-
-/**
- * BASIC's cached path looks for an external edit of the identity file (`gatewayd passwd`) at most
- * this often instead of on every request (a stat per request); logins always look.
- */
-const BASIC_REFRESH_MS = 1000;
 
 export interface PasswordCheck {
   identity?: Identity;
@@ -64,17 +52,6 @@ export function parseCookies(header: string | undefined): Map<string, string> {
   return out;
 }
 
-/** The CN of a certificate subject (the first one when there are several), as Kura maps identities. */
-export function commonName(subject: unknown): string | undefined {
-  if (typeof subject !== 'object' || subject === null) return undefined;
-  for (const [k, v] of Object.entries(subject as Record<string, unknown>)) {
-    if (k.toUpperCase() !== 'CN') continue;
-    const cn = Array.isArray(v) ? v[0] : v;
-    return typeof cn === 'string' && cn !== '' ? cn : undefined;
-  }
-  return undefined;
-}
-
 /**
  * A request made by a script (the field console's fetch calls), not by the user's navigation: its
  * 401 carries no Basic challenge, so the browser does not open its own login dialog over the page
@@ -85,10 +62,12 @@ function scripted(ctx: RequestContext): boolean {
   return (mode !== undefined && mode !== 'navigate') || ctx.header('x-requested-with')?.toLowerCase() === 'xmlhttprequest';
 }
 
-/** Kura compares exemption paths on the decoded path; a trailing slash reaches the same route here. */
-function normalPath(p: string): string {
-  const s = p.replace(/\/{2,}/g, '/');
-  return s.length > 1 && s.endsWith('/') ? s.slice(0, -1) : s;
+/** A provider in the running order; custom ones are bounded in time. */
+interface Step {
+  name: string;
+  priority: number;
+  provider: AuthProvider;
+  custom: boolean;
 }
 
 export class AuthLayer {
@@ -100,10 +79,11 @@ export class AuthLayer {
   console: ConsoleConfig;
   private seeds: string;
 
+  private readonly builtins: { certificate: AuthProvider; basic: AuthProvider; session: AuthProvider };
+
   private constructor(
     config: Config,
     readonly identities: IdentityStore,
-    readonly http: HttpServer,
     readonly log: Logger,
   ) {
     this.rest = config.rest;
@@ -111,6 +91,11 @@ export class AuthLayer {
     this.seeds = JSON.stringify(config.identities);
     this.sessions = new SessionStore(config.rest['session.max.count'], config.rest['session.inactivity.interval']);
     this.throttle = new LoginThrottle(config.rest['login.throttle.max.delay']);
+    this.builtins = {
+      certificate: certificateProvider(),
+      basic: basicProvider(this),
+      session: sessionProvider({ sessions: this.sessions, identities }),
+    };
     identities.onChange((name, kind) => {
       this.basicCache.forget(name);
       // A session dies with its identity's credentials (interface §3); attribute changes (permissions,
@@ -122,13 +107,11 @@ export class AuthLayer {
     });
   }
 
-  /** Opens the identity store (seeding it on first start) and installs the stages and filters. */
-  static async start(config: Config, http: HttpServer, log: Logger): Promise<AuthLayer> {
+  /** Opens the identity store (seeding it on first start). The daemon mounts the stages. */
+  static async open(config: Config, log: Logger): Promise<AuthLayer> {
     const identities = await IdentityStore.open(config.dataDir, config.identities, log);
     identities.warnIfNoAdminPassword();
-    const layer = new AuthLayer(config, identities, http, log);
-    layer.install();
-    return layer;
+    return new AuthLayer(config, identities, log);
   }
 
   get name(): string {
@@ -166,24 +149,42 @@ export class AuthLayer {
     await this.identities.flush();
   }
 
-  private install(): void {
-    const { stages, filters } = this.http;
-    stages.push((ctx) => this.allowedPorts(ctx));
-    stages.push((ctx) => this.authenticate(ctx));
-    stages.push((ctx, route) => this.authorise(ctx, route));
-    filters.push((ctx, status, headers) => {
-      // Kura's RestService response filter: a 403 without a principal is a 401.
-      if (status === 403 && !ctx.principal) status = 401;
-      if ((status === 401 || status === 403) && this.basicEnabled && !scripted(ctx)) headers['www-authenticate'] = BASIC_CHALLENGE;
-      return status;
-    });
-  }
+  // ---- HTTP stages and filter (bound: the daemon hands them to HttpServer.use / .filter) -------
 
-  // §9: before authentication, so no WWW-Authenticate and no session touch.
-  private allowedPorts(ctx: RequestContext): void {
+  /** Kura's allowed ports, before authentication: no WWW-Authenticate and no session touch. */
+  readonly allowedPorts = (ctx: RequestContext): void => {
     const allowed = this.rest['allowed.ports'];
     if (allowed.length > 0 && !allowed.includes(ctx.listener.port)) throw new HttpError(404, 'Not found', true);
-  }
+  };
+
+  /**
+   * Runs for every matched request: the first provider that yields a name wins, one that throws
+   * counts as declining, nobody → anonymous (authorise decides). Synchronous providers (certificate,
+   * session, BASIC with a cached verification) are run without awaiting: a request costs no
+   * microtask hop unless a provider really is asynchronous.
+   */
+  readonly authenticate = (ctx: RequestContext): Promise<void> | void => {
+    const req = new HttpAuthRequest(ctx, this);
+    ctx.locals[SESSION_LOCAL] = this.sessions.get(req.cookie(SESSION_COOKIE));
+    return this.runSteps(ctx, req, this.steps(), 0);
+  };
+
+  /** Kura's `@RolesAllowed`: the route's role needs `rest.<role>` or `kura.admin`. */
+  readonly authorise = (ctx: RequestContext, route: Route): void => {
+    if (!route.role) return;
+    if (!ctx.principal) throw new HttpError(403, 'Forbidden', true);
+    if (!this.hasRole(ctx.principal.name, route.role)) {
+      this.log.info('access denied: missing permission', { identity: ctx.principal.name, permission: `rest.${route.role}`, path: ctx.path });
+      throw new HttpError(403, 'Forbidden', true);
+    }
+  };
+
+  /** Kura's RestService response filter: a 403 without a principal is a 401; BASIC challenges (not a script's call). */
+  readonly challenge = (ctx: RequestContext, status: number, headers: Record<string, string | string[]>): number => {
+    if (status === 403 && !ctx.principal) status = 401;
+    if ((status === 401 || status === 403) && this.basicEnabled && !scripted(ctx)) headers['www-authenticate'] = BASIC_CHALLENGE;
+    return status;
+  };
 
   private stepsCache: { rest: RestConfig; version: number; steps: Step[] } | undefined;
 
@@ -191,79 +192,62 @@ export class AuthLayer {
   private steps(): Step[] {
     const c = this.stepsCache;
     if (c && c.rest === this.rest && c.version === this.providers.version) return c.steps;
-    const steps = this.buildSteps();
+    const steps: Step[] = [];
+    const add = (provider: AuthProvider, custom: boolean) =>
+      steps.push({ name: provider.name, priority: provider.priority ?? Number.MAX_SAFE_INTEGER, provider, custom });
+    if (this.rest['auth.certificate.enabled'] && this.rest['auth.certificate.stateless.enabled']) add(this.builtins.certificate, false);
+    if (this.basicEnabled) add(this.builtins.basic, false);
+    if (this.sessionsEnabled) add(this.builtins.session, false);
+    for (const p of this.providers.list()) add(p, true);
+    // Stable: built-ins stay ahead of a custom provider of the same priority.
+    steps.sort((a, b) => a.priority - b.priority);
     this.stepsCache = { rest: this.rest, version: this.providers.version, steps };
     return steps;
   }
 
-  private buildSteps(): Step[] {
-    const steps: Step[] = [];
-    if (this.rest['auth.certificate.enabled'] && this.rest['auth.certificate.stateless.enabled']) {
-      steps.push({ name: 'certificate', priority: CERTIFICATE_PRIORITY, run: (ctx) => this.byCertificate(ctx) });
-    }
-    if (this.basicEnabled) steps.push({ name: 'basic', priority: BASIC_PRIORITY, run: (ctx) => this.byBasic(ctx) });
-    if (this.sessionsEnabled) steps.push({ name: 'session', priority: SESSION_PRIORITY, run: (ctx) => this.bySession(ctx) });
-    const custom = this.providers.list();
-    if (custom.length === 0) return steps;
-    for (const p of custom) {
-      steps.push({
-        name: p.name,
-        priority: p.priority ?? Number.MAX_SAFE_INTEGER,
-        run: async (ctx) => nameOf(await withTimeout(p.authenticate(this.authRequest(ctx)), CUSTOM_PROVIDER_TIMEOUT_MS, p.name)),
-      });
-    }
-    // Stable: built-ins stay ahead of a custom provider of the same priority.
-    return steps.sort((a, b) => a.priority - b.priority);
-  }
-
-  // §1.3: runs for every matched request; the first provider that yields a name wins, a provider
-  // that throws counts as declining, nobody → anonymous (the role check decides).
-  private authenticate(ctx: RequestContext): Promise<void> | void {
-    const id = parseCookies(ctx.header('cookie')).get(SESSION_COOKIE);
-    ctx.locals[SESSION_LOCAL] = this.sessions.get(id);
-    return this.runSteps(ctx, this.steps(), 0);
-  }
-
-  // Synchronous providers (certificate, session, usually BASIC with a cached verification) are run
-  // without awaiting: a request costs no microtask hop unless a provider really is asynchronous.
-  private runSteps(ctx: RequestContext, steps: Step[], from: number): Promise<void> | void {
+  private runSteps(ctx: RequestContext, req: AuthRequest, steps: Step[], from: number): Promise<void> | void {
     for (let i = from; i < steps.length; i++) {
       const step = steps[i];
-      let r: Promise<string | undefined> | string | undefined;
+      let r: AuthResult | Promise<AuthResult>;
       try {
-        r = step.run(ctx);
+        r = step.provider.authenticate(req);
+        // A package's provider that never answers must not hold every request of the gateway with it.
+        if (step.custom) r = withTimeout(r, CUSTOM_PROVIDER_TIMEOUT_MS, step.name);
       } catch (err) {
         this.providerFailed(step, err);
         continue;
       }
-      if (r !== undefined && typeof r !== 'string') {
+      if (isPromise(r)) {
         return r.then(
-          (name) => (name !== undefined ? this.found(ctx, step, name) : this.runSteps(ctx, steps, i + 1)),
+          (res) => {
+            const name = nameOf(res);
+            return name !== undefined ? this.found(ctx, step, name) : this.runSteps(ctx, req, steps, i + 1);
+          },
           (err) => {
             this.providerFailed(step, err);
-            return this.runSteps(ctx, steps, i + 1);
+            return this.runSteps(ctx, req, steps, i + 1);
           },
         );
       }
-      if (r !== undefined) return this.found(ctx, step, r);
+      const name = nameOf(r);
+      if (name !== undefined) return this.found(ctx, step, name);
     }
+    this.sessionEnded(ctx);
   }
 
   private found(ctx: RequestContext, step: Step, name: string): void {
     ctx.principal = { name, via: step.name };
+    this.sessionEnded(ctx);
+  }
+
+  /** The session provider may have ended the cookie's session (expired, credentials changed). */
+  private sessionEnded(ctx: RequestContext): void {
+    const s = ctx.locals[SESSION_LOCAL] as Session | undefined;
+    if (s && this.sessions.get(s.id) !== s) ctx.locals[SESSION_LOCAL] = undefined;
   }
 
   private providerFailed(step: Step, err: unknown): void {
     this.log.debug('authentication provider failed', { provider: step.name, error: (err as Error)?.message ?? String(err) });
-  }
-
-  private authorise(ctx: RequestContext, route: Route): void {
-    if (!route.role) return;
-    if (!ctx.principal) throw new HttpError(403, 'Forbidden', true);
-    if (!this.hasRole(ctx.principal.name, route.role)) {
-      this.log.info('access denied: missing permission', { identity: ctx.principal.name, permission: `rest.${route.role}`, path: ctx.path });
-      throw new HttpError(403, 'Forbidden', true);
-    }
   }
 
   /** §10: `rest.<role>`, or `kura.admin` which passes every role; evaluated live (D17). */
@@ -273,63 +257,10 @@ export class AuthLayer {
     return id.permissions.includes('kura.admin') || id.permissions.includes(`rest.${role}`);
   }
 
-  // §8: stateless client certificate, only on client-auth ports (the TLS layer verified the chain).
-  private byCertificate(ctx: RequestContext): string | undefined {
-    if (!ctx.listener.clientAuth) return undefined;
-    const cn = commonName(ctx.peerCertificate()?.subject);
-    return cn !== undefined && this.identities.get(cn) ? cn : undefined;
-  }
-
   /** The identity named by the verified client certificate of this request, if any. */
   certificateIdentity(ctx: RequestContext): Identity | undefined {
     const cn = commonName(ctx.peerCertificate()?.subject);
     return cn === undefined ? undefined : this.identities.get(cn);
-  }
-
-  // §7: refused for an identity that must change its password.
-  private byBasic(ctx: RequestContext): Promise<string | undefined> | string | undefined {
-    const header = ctx.header('authorization');
-    if (header === undefined) return undefined;
-    const creds = parseBasic(header);
-    if (!creds) return undefined;
-    const id = this.identities.get(creds.user);
-    if (id?.passwordChangeNeeded) return undefined;
-    // Fast path, synchronous: credentials that verified before (the common case for BASIC clients).
-    if (this.throttle.wait(creds.user, ctx.remoteAddress) === 0) {
-      this.identities.refreshIfChanged(BASIC_REFRESH_MS);
-      const known = this.identities.get(creds.user);
-      if (known && !known.passwordChangeNeeded && this.basicCache.has(creds, known.credentials)) return known.name;
-    }
-    return this.checkPassword(creds.user, creds.password, ctx.remoteAddress, true).then((r) =>
-      !r.identity || r.identity.passwordChangeNeeded ? undefined : r.identity.name,
-    );
-  }
-
-  // §6.1, in Kura's order.
-  private bySession(ctx: RequestContext): string | undefined {
-    const s = ctx.locals[SESSION_LOCAL] as Session | undefined;
-    if (!s) return undefined;
-    const path = normalPath(ctx.path);
-    const xsrfPath = path === XSRF_PATH;
-    if (!xsrfPath) {
-      // A missing or wrong token neither authenticates nor refreshes nor ends the session (§4).
-      const token = ctx.header(XSRF_HEADER);
-      if (token === undefined || !safeEqual(token, s.xsrfToken)) return undefined;
-    }
-    if (this.sessions.expired(s)) {
-      this.sessions.invalidate(s);
-      ctx.locals[SESSION_LOCAL] = undefined;
-      return undefined;
-    }
-    if (s.locked && !xsrfPath && path !== CHANGE_PASSWORD_PATH) return undefined;
-    const id = this.identities.get(s.user);
-    if (!id || id.credentials !== s.credentials) {
-      this.sessions.invalidate(s);
-      ctx.locals[SESSION_LOCAL] = undefined;
-      return undefined;
-    }
-    this.sessions.touch(s);
-    return s.user;
   }
 
   /**
@@ -380,29 +311,57 @@ export class AuthLayer {
   view(id: Identity): IdentityView {
     return { name: id.name, passwordAuthEnabled: id.passwordHash !== undefined, passwordChangeNeeded: id.passwordChangeNeeded, permissions: [...id.permissions] };
   }
+}
 
-  private authRequest(ctx: RequestContext): AuthRequest {
-    return {
-      method: ctx.method,
-      path: ctx.path,
-      headers: ctx.req.headers,
-      remoteAddress: ctx.remoteAddress,
-      listener: { ...ctx.listener },
-      peerCertificate: () => ctx.peerCertificate(),
-      identity: (name) => {
-        const id = this.identities.get(name);
-        return id ? this.view(id) : undefined;
-      },
-      verifyPassword: async (name, password) => (await this.checkPassword(String(name), String(password), ctx.remoteAddress, true)).identity !== undefined,
-    };
+const CUSTOM_PROVIDER_TIMEOUT_MS = 5000;
+
+/** The request as providers see it (the `AuthRequest` contract of provider.ts), built once per request. */
+class HttpAuthRequest implements AuthRequest {
+  private cookies: Map<string, string> | undefined;
+
+  constructor(
+    private readonly ctx: RequestContext,
+    private readonly layer: AuthLayer,
+  ) {}
+
+  get method(): string {
+    return this.ctx.method;
+  }
+  get path(): string {
+    return this.ctx.path;
+  }
+  get headers(): IncomingHttpHeaders {
+    return this.ctx.req.headers;
+  }
+  get remoteAddress(): string {
+    return this.ctx.remoteAddress;
+  }
+  get listener(): ListenerInfo {
+    return { ...this.ctx.listener };
+  }
+  peerCertificate(): PeerCertificate | undefined {
+    return this.ctx.peerCertificate();
+  }
+  cookie(name: string): string | undefined {
+    this.cookies ??= parseCookies(this.ctx.header('cookie'));
+    return this.cookies.get(name);
+  }
+  identity(name: string): IdentityView | undefined {
+    const id = this.layer.identities.get(name);
+    return id ? this.layer.view(id) : undefined;
+  }
+  async verifyPassword(name: string, password: string): Promise<boolean> {
+    return (await this.layer.checkPassword(String(name), String(password), this.ctx.remoteAddress, true)).identity !== undefined;
   }
 }
 
-// A package's provider that never answers must not hold every request of the gateway with it.
-const CUSTOM_PROVIDER_TIMEOUT_MS = 5000;
+function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
+  return v !== null && typeof v === 'object' && typeof (v as { then?: unknown }).then === 'function';
+}
+
 
 function withTimeout<T>(v: T | Promise<T>, ms: number, name: string): Promise<T> | T {
-  if (v === null || typeof v !== 'object' || typeof (v as { then?: unknown }).then !== 'function') return v;
+  if (!isPromise(v)) return v;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`provider ${name} did not answer within ${ms} ms`)), ms);

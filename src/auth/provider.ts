@@ -19,7 +19,7 @@
 // `authenticate` is called for every matched request (whatever its route's role) until a provider
 // yields a principal; it receives an `AuthRequest` (below): method, decoded path, lower-cased
 // headers, client address, the listener (port, secure, clientAuth), the verified client certificate
-// on client-auth ports, and two helpers that use the identity store: `identity(name)` and
+// on client-auth ports, `cookie(name)`, and two helpers that use the identity store: `identity(name)` and
 // `verifyPassword(name, password)` (scrypt-backed, throttled and cached like BASIC). The name it
 // returns must be an identity of the store to pass any role check (docs/rest-api.md
 // "Authentication"); a name that is not only reaches routes without a role. Returning nothing
@@ -42,6 +42,8 @@ export interface AuthRequest {
   readonly remoteAddress: string;
   readonly listener: { readonly port: number; readonly secure: boolean; readonly clientAuth: boolean };
   peerCertificate(): PeerCertificate | undefined;
+  /** A request cookie's value by name (first occurrence wins), undefined when absent. */
+  cookie(name: string): string | undefined;
   identity(name: string): IdentityView | undefined;
   verifyPassword(name: string, password: string): Promise<boolean>;
 }
@@ -55,13 +57,19 @@ export interface IdentityView {
 
 export type AuthResult = string | { name: string } | undefined | null;
 
-export interface CustomAuthProvider {
+/**
+ * An authentication provider: the built-in ones (src/auth/providers/: certificate, basic, session)
+ * and custom ones from packages implement the same interface.
+ */
+export interface AuthProvider {
   readonly name: string;
   readonly priority?: number;
   authenticate(req: AuthRequest): AuthResult | Promise<AuthResult>;
   onEnabled?(): void;
   onDisabled?(): void;
 }
+
+export type CustomAuthProvider = AuthProvider;
 
 export const CERTIFICATE_PRIORITY = 100;
 export const BASIC_PRIORITY = 200;

@@ -125,6 +125,18 @@ export class HttpServer {
     this.bodyGate = new BodyGate(limits.bodyTimeoutMs, limits.maxUnauthenticatedBodies);
   }
 
+  /** Adds a pipeline stage: stages run in the order added, after route matching, before the handler. */
+  use(stage: Stage): this {
+    this.stages.push(stage);
+    return this;
+  }
+
+  /** Adds a response filter (it may change the status and headers of every response). */
+  filter(f: ResponseFilter): this {
+    this.filters.push(f);
+    return this;
+  }
+
   route(method: string, path: string, family: ApiFamily, handler: Handler, role?: string): this {
     this.routes.add(method, path, { handler, family, role });
     return this;

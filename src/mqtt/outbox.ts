@@ -179,10 +179,6 @@ export class Outbox {
     return this.pending.values();
   }
 
-  has(seq: bigint): boolean {
-    return this.pending.has(seq);
-  }
-
   /** Called after each enqueue, so a sender can start pumping. */
   onEnqueue(listener: () => void): () => void {
     this.listeners.add(listener);

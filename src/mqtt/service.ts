@@ -1,11 +1,8 @@
-// MqttService: the MQTT side of the daemon. It owns one MqttClient, answers ASSET-V1 requests,
-// publishes telemetry through the outbox, and follows configuration changes (SIGHUP) without losing
-// the outbox.
-//
-// Wiring (src/main.ts / daemon):
-//   const mqtt = new MqttService({ config: config.mqtt, assets, dataDir: config.dataDir, log });
-//   await mqtt.start();
-//   daemon.add({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
+// MqttService: the MQTT side of the daemon. It runs one MqttClient at a time (made by the `client`
+// factory it is given, anew after each reconfiguration), serves the MQTT applications it is given
+// (src/mqtt/applications.ts) with one subscription each, hands the outbox's telemetry to the client,
+// and follows configuration changes (SIGHUP) without losing the outbox. The daemon builds the
+// parts (src/daemon.ts): applications, outbox, telemetry, client factory.
 //
 // Life-cycle messages, as Kura's CloudServiceImpl / MqttDataTransport (docs/mqtt.md "Life-cycle messages"):
 //   <prefix>/<account>/<client-id>/MQTT/BIRTH  after each CONNACK and again (debounced) when the set of
@@ -18,35 +15,34 @@
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
 import fs from 'node:fs';
-import path from 'node:path';
-import type { AssetService, ChannelRecord } from '../assets/types.js';
+import type { ChannelRecord } from '../assets/types.js';
 import type { Logger } from '../log.js';
-import { assetV1Family } from './asset-v1/handler.js';
-import { MqttApplications } from './applications.js';
-import { Envelope } from './envelope.js';
-import { familyApplication } from '../core/mqtt.js';
-import { MqttClient, MqttError, type MqttMessage } from './client.js';
+import type { MqttApplications } from './applications.js';
+import { Envelope, type Reply } from './envelope.js';
+import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } from './client.js';
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
-import { Outbox, type OutboxMessage, type OutboxStats } from './outbox.js';
+import type { Outbox, OutboxMessage } from './outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
-import { Telemetry, encodeTelemetry } from './telemetry.js';
-import type { Reply } from './envelope.js';
+import { encodeTelemetry, type Telemetry } from './telemetry.js';
 
 export interface MqttServiceOptions {
   config: MqttConfig;
-  assets: AssetService;
-  /** The MQTT applications to serve (the daemon's registry); default: ASSET-V1 over `assets`. */
-  applications?: MqttApplications;
-  dataDir: string;
+  /** The MQTT applications to serve; BIRTH's application_ids. */
+  applications: MqttApplications;
+  /** The store-and-forward queue of telemetry: opened when MQTT is first enabled, closed by stop(). */
+  outbox: Outbox;
+  /** Report-by-exception telemetry, running while MQTT is enabled; its records go to publishTelemetry. */
+  telemetry: Telemetry;
+  /** Makes the client for the current configuration. */
+  client(options: MqttClientOptions): MqttClient;
   log: Logger;
   /** Tuning for tests; production uses the defaults. */
   tuning?: {
     reconnectMin?: number;
     reconnectMax?: number;
     connectTimeout?: number;
-    outboxFlushMs?: number;
   };
 }
 
@@ -65,8 +61,9 @@ export class MqttService {
   /** Application ids subscribed on the current client. */
   private subscribed = new Set<string>();
   readonly applications: MqttApplications;
-  private telemetry?: Telemetry;
-  private outbox?: Outbox;
+  private readonly outbox: Outbox;
+  private readonly telemetry: Telemetry;
+  private outboxOpen = false;
   private handed = new Set<bigint>();
   private cursor?: IterableIterator<OutboxMessage>;
   private unlistenOutbox?: () => void;
@@ -76,8 +73,9 @@ export class MqttService {
   constructor(private readonly opts: MqttServiceOptions) {
     this.config = opts.config;
     this.log = opts.log.child({ component: 'mqtt' });
-    this.applications = opts.applications ?? new MqttApplications();
-    if (!opts.applications) this.applications.register(familyApplication(assetV1Family(opts.assets), this.log));
+    this.applications = opts.applications;
+    this.outbox = opts.outbox;
+    this.telemetry = opts.telemetry;
     this.applications.onChange(() => {
       this.syncSubscriptions();
       this.scheduleBirth();
@@ -99,26 +97,25 @@ export class MqttService {
     this.log.info('mqtt configuration changed, reconnecting');
     await this.disconnect();
     this.config = next;
+    this.outbox.maxMessages = next['outbox.max.messages'];
     if (!next.enabled) {
-      await this.closeOutbox();
+      this.telemetry.stop();
+      if (this.outboxOpen) await this.outbox.flush();
       this.log.info('mqtt disabled');
       return;
     }
-    if (this.outbox) this.outbox.maxMessages = next['outbox.max.messages'];
-    else await this.openOutbox();
+    await this.openOutbox();
     this.connect();
   }
 
   /** DC message, clean DISCONNECT, outbox flushed to disk. */
   async stop(): Promise<void> {
     // Telemetry first (synchronously), so no poll cycle lands in a closing outbox.
-    this.telemetry?.stop();
+    this.telemetry.stop();
     await this.disconnect();
-    await this.closeOutbox();
-  }
-
-  stats(): OutboxStats & { connected: boolean } {
-    return { ...(this.outbox?.stats() ?? { pending: 0, dropped: 0, recoveredBytesDiscarded: 0, syncs: 0 }), connected: this.client?.isConnected ?? false };
+    this.unlistenOutbox?.();
+    if (this.outboxOpen) await this.outbox.close();
+    this.outboxOpen = false;
   }
 
   get isConnected(): boolean {
@@ -127,33 +124,14 @@ export class MqttService {
 
   // ---- internals -------------------------------------------------------------------------------
 
+  /** Opens the outbox once; telemetry runs as long as MQTT is enabled (a reconnection loses no poll cycle). */
   private async openOutbox(): Promise<void> {
-    const outbox = new Outbox({
-      dir: path.join(this.opts.dataDir, 'mqtt'),
-      maxMessages: this.config['outbox.max.messages'],
-      log: this.log,
-      flushDelayMs: this.opts.tuning?.outboxFlushMs,
-    });
-    await outbox.open();
-    this.outbox = outbox;
-    this.unlistenOutbox = outbox.onEnqueue(() => this.pump());
-    // Telemetry lives as long as the outbox: a reconnection (or SIGHUP) loses no poll cycle.
-    const telemetry = new Telemetry({
-      assets: this.opts.assets,
-      log: this.log,
-      publish: (pid, records) => this.publishTelemetry(pid, records),
-    });
-    telemetry.start();
-    this.telemetry = telemetry;
-  }
-
-  private async closeOutbox(): Promise<void> {
-    this.telemetry?.stop();
-    this.telemetry = undefined;
-    this.unlistenOutbox?.();
-    this.unlistenOutbox = undefined;
-    await this.outbox?.close();
-    this.outbox = undefined;
+    if (!this.outboxOpen) {
+      await this.outbox.open();
+      this.outboxOpen = true;
+      this.unlistenOutbox = this.outbox.onEnqueue(() => this.pump());
+    }
+    this.telemetry.start();
   }
 
   private topicBase(): string {
@@ -235,7 +213,7 @@ export class MqttService {
     const lwt: MqttMessage = { topic: `${base}/MQTT/LWT`, payload: this.lifecyclePayload([]), qos: 0 };
     let client: MqttClient;
     try {
-      client = new MqttClient({
+      client = this.opts.client({
         url: c['broker-url'],
         clientId: c['client-id'],
         username: c.username || undefined,
@@ -311,9 +289,10 @@ export class MqttService {
       .finally(() => this.activeRequests--);
   }
 
-  private publishTelemetry(pid: string, records: ChannelRecord[]): void {
+  /** Queues one asset's telemetry (the Telemetry's `publish`). */
+  publishTelemetry(pid: string, records: ChannelRecord[]): void {
     const outbox = this.outbox;
-    if (!outbox) return;
+    if (!this.outboxOpen) return;
     const c = this.config;
     const topic = `${c['topic.context.account-name']}/${c['client-id']}/assets/${pid}`;
     outbox
@@ -338,7 +317,7 @@ export class MqttService {
   private pump(): void {
     const outbox = this.outbox;
     const client = this.client;
-    if (!outbox || !client) return;
+    if (!this.outboxOpen || !client) return;
     while (this.handed.size < WINDOW) {
       const m = this.nextUnhanded(outbox);
       if (!m) return;

@@ -144,9 +144,4 @@ export class Telemetry {
     if (deadband > 0 && prev.num !== undefined && next.num !== undefined) return Math.abs(next.num - prev.num) >= deadband;
     return true;
   }
-
-  /** Forgets what was published (after a reconfiguration the next cycle publishes everything). */
-  reset(): void {
-    this.state.clear();
-  }
 }

@@ -2,7 +2,8 @@
 // forms, session store bounds and expiry, throttle windows (fake clocks, no sleeping).
 import t from 'tap';
 import { parseBasic } from '../../src/auth/basic.js';
-import { commonName, parseCookies } from '../../src/auth/layer.js';
+import { parseCookies } from '../../src/auth/layer.js';
+import { commonName } from '../../src/auth/providers/certificate.js';
 import { passwordFailures } from '../../src/auth/password-policy.js';
 import { PasswordHasher, hashKind, kuraSha256, needsRehash, safeEqual } from '../../src/auth/password-hash.js';
 import { SessionStore } from '../../src/auth/session-store.js';

@@ -11,11 +11,10 @@ import { rawJson, type Family } from '../../src/core/family.js';
 import { mountRest } from '../../src/core/rest.js';
 import { familyApplication } from '../../src/core/mqtt.js';
 import { MqttApplications } from '../../src/mqtt/applications.js';
-import { MqttService } from '../../src/mqtt/service.js';
 import { MAX_REPLY_BYTES } from '../../src/core/limits.js';
 import { request } from '../helpers/daemon.js';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
-import { fastTuning, makeRuntime, mqttConfig, Requester, until } from '../helpers/mqtt-fixture.js';
+import { makeRuntime, makeService, mqttConfig, Requester, until } from '../helpers/mqtt-fixture.js';
 
 /** A small family: named things with a value, in a map. */
 function thingsFamily(things: Map<string, number>, calls: string[]): Family {
@@ -64,7 +63,7 @@ t.test('one family over REST and MQTT', mosquittoSkip(), async (t) => {
   const changes: string[][] = [];
   apps.onChange(() => changes.push(apps.ids()));
   const start = async (encoding: string, clientId: string) => {
-    const svc = new MqttService({ config: mqttConfig({ 'broker-url': broker.url, 'topic.context.account-name': 'acct', 'client-id': clientId, 'payload.encoding': encoding }), assets: runtime, applications: apps, dataDir, log: silentLogger, tuning: fastTuning });
+    const svc = makeService(runtime, dataDir, mqttConfig({ 'broker-url': broker.url, 'topic.context.account-name': 'acct', 'client-id': clientId, 'payload.encoding': encoding }), silentLogger, apps);
     await svc.start();
     await until(() => svc.isConnected, 5000, 'device connect');
     return svc;

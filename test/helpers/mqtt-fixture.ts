@@ -15,6 +15,11 @@ import { MqttClient } from '../../src/mqtt/client.js';
 import { validateMqttSection, type MqttConfig } from '../../src/mqtt/config.js';
 import { decodeKuraPayload, encodeKuraPayload, type KuraMetric, type KuraPayload } from '../../src/mqtt/kura-payload.js';
 import { MqttService } from '../../src/mqtt/service.js';
+import { MqttApplications } from '../../src/mqtt/applications.js';
+import { Outbox } from '../../src/mqtt/outbox.js';
+import { Telemetry } from '../../src/mqtt/telemetry.js';
+import { assetV1Family } from '../../src/mqtt/asset-v1/handler.js';
+import { familyApplication } from '../../src/core/mqtt.js';
 import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from '../../src/mqtt/simple-json-payload.js';
 
 export const until = async (cond: () => boolean, ms = 8000, what = 'condition'): Promise<void> => {
@@ -97,8 +102,29 @@ export function mqttConfig(raw: Record<string, unknown>): MqttConfig {
 
 export const fastTuning = { reconnectMin: 50, reconnectMax: 300, connectTimeout: 2000, outboxFlushMs: 10 };
 
-export function makeService(runtime: AssetRuntime, dataDir: string, config: MqttConfig, log: Logger = silentLogger): MqttService {
-  return new MqttService({ config, assets: runtime, dataDir, log, tuning: fastTuning });
+const outboxes = new WeakMap<MqttService, Outbox>();
+
+/**
+ * An MqttService assembled as the daemon assembles it (src/daemon.ts): its outbox in
+ * `<dataDir>/mqtt`, telemetry over `runtime`, a real MqttClient, and ASSET-V1 over `runtime` unless
+ * `applications` is given.
+ */
+export function makeService(runtime: AssetRuntime, dataDir: string, config: MqttConfig, log: Logger = silentLogger, applications?: MqttApplications): MqttService {
+  let apps = applications;
+  if (!apps) {
+    apps = new MqttApplications();
+    apps.register(familyApplication(assetV1Family(runtime), log));
+  }
+  const outbox = new Outbox({ dir: path.join(dataDir, 'mqtt'), maxMessages: config['outbox.max.messages'], log, flushDelayMs: fastTuning.outboxFlushMs });
+  const telemetry = new Telemetry({ assets: runtime, log, publish: (pid, records) => svc.publishTelemetry(pid, records) });
+  const svc: MqttService = new MqttService({ config, applications: apps, outbox, telemetry, client: (o) => new MqttClient(o), log, tuning: fastTuning });
+  outboxes.set(svc, outbox);
+  return svc;
+}
+
+/** The outbox of a service made by makeService. */
+export function outboxOf(svc: MqttService): Outbox {
+  return outboxes.get(svc)!;
 }
 
 export interface Reply {

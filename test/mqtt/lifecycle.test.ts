@@ -10,9 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
-import { makeRuntime, mqttConfig, fastTuning, Requester, until } from '../helpers/mqtt-fixture.js';
+import { makeRuntime, makeService, mqttConfig, Requester, until } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
-import { MqttService } from '../../src/mqtt/service.js';
 import { decodeKuraPayload, type KuraMetric } from '../../src/mqtt/kura-payload.js';
 import { silentLogger } from '../../src/log.js';
 
@@ -52,7 +51,7 @@ t.test('BIRTH/DC as Kura sends them, within Kapua broker rules', mosquittoSkip()
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
   const config = mqttConfig({ 'broker-url': broker.url, 'client-id': 'gw', username: 'gw', 'topic.context.account-name': 'acct' });
-  const svc = new MqttService({ config, assets: runtime, dataDir, log: silentLogger, tuning: fastTuning });
+  const svc = makeService(runtime, dataDir, config);
   await svc.start();
   t.teardown(() => svc.stop());
 

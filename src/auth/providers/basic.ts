@@ -1,0 +1,46 @@
+// HTTP BASIC (Kura's priority 200 provider, refused for an identity that must change its password).
+// Credentials that verified before are answered from the verification cache without a hash, and
+// synchronously: a BASIC client costs no scrypt and no microtask hop per request.
+
+import { parseBasic, type BasicCache } from '../basic.js';
+import type { IdentityStore } from '../identity-store.js';
+import type { LoginThrottle } from '../throttle.js';
+import type { AuthProvider, AuthRequest } from '../provider.js';
+import { BASIC_PRIORITY } from '../provider.js';
+
+/** What BASIC needs from the authentication layer. */
+export interface BasicDeps {
+  identities: IdentityStore;
+  throttle: LoginThrottle;
+  basicCache: BasicCache;
+  /** The layer's one password check (throttled, cached, memory-hard). */
+  checkPassword(name: string, password: string, address: string, cached: boolean): Promise<{ identity?: { name: string; passwordChangeNeeded: boolean } }>;
+}
+
+/**
+ * An edit of the identity file by `gatewayd passwd` is looked for at most this often on the cached
+ * path (a stat per request otherwise); password checks always look.
+ */
+const REFRESH_MS = 1000;
+
+export function basicProvider(deps: BasicDeps): AuthProvider {
+  return {
+    name: 'basic',
+    priority: BASIC_PRIORITY,
+    authenticate(req: AuthRequest) {
+      const header = req.headers.authorization;
+      if (header === undefined) return undefined;
+      const creds = parseBasic(header);
+      if (!creds) return undefined;
+      if (deps.identities.get(creds.user)?.passwordChangeNeeded) return undefined;
+      if (deps.throttle.wait(creds.user, req.remoteAddress) === 0) {
+        deps.identities.refreshIfChanged(REFRESH_MS);
+        const known = deps.identities.get(creds.user);
+        if (known && !known.passwordChangeNeeded && deps.basicCache.has(creds, known.credentials)) return known.name;
+      }
+      return deps.checkPassword(creds.user, creds.password, req.remoteAddress, true).then((r) =>
+        !r.identity || r.identity.passwordChangeNeeded ? undefined : r.identity.name,
+      );
+    },
+  };
+}
