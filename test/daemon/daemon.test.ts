@@ -82,7 +82,7 @@ t.test('SIGHUP applies a new configuration; a bad file keeps the old one and say
   fs.writeFileSync(d.configFile, JSON.stringify(cfg));
   d.signal('SIGHUP');
   await d.waitForLog(/msg="reload refused: keeping the running configuration"/);
-  t.ok(d.logs.some((l) => /msg="reload refused: configuration problem" key=rest.auth.basic.enabeld problem="unknown key"/.test(l)));
+  t.ok(d.logs.some((l) => /msg="reload refused: configuration problem" key=rest.auth.basic.enabeld problem="unknown key; did you mean \\"auth\.basic\.enabled\\"\?"/.test(l)));
   t.ok(d.logs.some((l) => /key=assets.third.driver.pid/.test(l)));
   t.same((await get(d, '/services/assets')).json(), ['demo', 'second'], 'old configuration still served');
 
