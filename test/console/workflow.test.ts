@@ -5,6 +5,9 @@
 // GATEWAYD_SCREENSHOTS=1 also saves the pictures of docs/console/.
 
 import t from 'tap';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { startDaemon } from '../helpers/daemon.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
 import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
@@ -119,6 +122,19 @@ t.test('technician workflow', async (t) => {
   t.ok(await page.getByRole('button', { name: 'Uninstall console.example' }).isVisible(), 'installed package listed with Uninstall');
   t.equal(await page.getByRole('progressbar', { name: 'Upload progress' }).getAttribute('value'), '100', 'progress bar completed');
   await screenshot(page, 'packages');
+  // Uninstall it, then install it again from a URL (a file: URL inside deploy.file.allowed.dirs).
+  page.once('dialog', (dlg) => dlg.accept());
+  await page.getByRole('button', { name: 'Uninstall console.example' }).click();
+  await page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'uninstall', exact: true }) }).filter({ hasText: 'SUCCEEDED' }).waitFor();
+  await page.getByText('No packages are installed.').waitFor();
+  t.pass('uninstalled, its job watched');
+  const dpFile = path.join(d.dir, 'console-example.dp');
+  fs.writeFileSync(dpFile, buildDp({ name: 'console.example', version: '1.0.1' }));
+  await page.getByLabel('Package URL').fill(pathToFileURL(dpFile).href);
+  await page.getByRole('button', { name: 'Install', exact: true }).click();
+  await page.getByRole('row').filter({ hasText: 'console.example 1.0.1' }).filter({ hasText: 'SUCCEEDED' }).waitFor();
+  await page.getByRole('rowheader', { name: 'console.example' }).waitFor();
+  t.pass('installed from a URL');
 
   // Identities: a limited identity for the night shift.
   await page.getByRole('link', { name: 'Identities' }).click();
@@ -130,6 +146,11 @@ t.test('technician workflow', async (t) => {
   await page.getByRole('button', { name: 'Create identity' }).click();
   await page.getByText('Identity nightshift created.').waitFor();
   t.match(await row('nightshift').innerText(), /rest\.assets/, 'created with rest.assets only');
+  await row('nightshift').getByText('Edit permissions').click();
+  await row('nightshift').getByRole('group', { name: 'Permissions of nightshift' }).getByLabel('rest.system').check();
+  await row('nightshift').getByRole('button', { name: 'Save permissions' }).click();
+  await page.getByText('Permissions of nightshift saved.').waitFor();
+  t.match(await row('nightshift').locator('td').first().innerText(), /^rest\.assets, rest\.system/, 'permission added');
   await screenshot(page, 'identities');
 
   // Log out.
@@ -141,8 +162,8 @@ t.test('technician workflow', async (t) => {
   await page.getByLabel('User name').fill('nightshift');
   await page.getByLabel('Password').fill('Nightshift42');
   await page.getByRole('button', { name: 'Log in' }).click();
-  await page.getByRole('heading', { name: 'Assets', level: 1 }).waitFor();
-  t.same(await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allInnerTexts(), ['Assets'], 'views without permission are hidden');
+  await page.getByRole('heading', { name: 'Status', level: 1 }).waitFor();
+  t.same(await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allInnerTexts(), ['Status', 'Assets'], 'views without permission are hidden');
   await page.goto(`${origin}/console/#/packages`);
   await page.getByRole('alert').filter({ hasText: 'Access denied' }).waitFor();
   t.match(await page.getByRole('alert').innerText(), /rest\.deploy/, '403 view names the missing permission');
