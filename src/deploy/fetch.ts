@@ -33,6 +33,11 @@ export class UrlRefusedError extends Error {
   override name = 'UrlRefusedError';
 }
 
+/** A download that failed; its message names the (redacted) URL. */
+export class DownloadError extends Error {
+  override name = 'DownloadError';
+}
+
 /** The URL without user info, for logs and the jobs list (a password in a URL is a secret). */
 export function redactUrl(raw: string): string {
   try {
@@ -87,7 +92,7 @@ export async function fetchPackage(url: URL, dest: string, opts: FetchOptions): 
   if (outer?.aborted) onAbort();
   outer?.addEventListener('abort', onAbort);
   const timer = opts.deadlineMs
-    ? setTimeout(() => ctl.abort(new Error(`download of ${redactUrl(url.href)} did not complete within download.deadline (${opts.deadlineMs} ms)`)), opts.deadlineMs)
+    ? setTimeout(() => ctl.abort(new DownloadError(`download of ${redactUrl(url.href)} did not complete within download.deadline (${opts.deadlineMs} ms)`)), opts.deadlineMs)
     : undefined;
   const o = { ...opts, signal: ctl.signal };
   try {
@@ -123,7 +128,7 @@ function limiter(maxBytes: number, what: string): Transform {
   return new Transform({
     transform(chunk: Buffer, _enc, cb) {
       seen += chunk.length;
-      if (seen > maxBytes) cb(new Error(`${what} is larger than ${maxBytes} bytes`));
+      if (seen > maxBytes) cb(new DownloadError(`${what} is larger than ${maxBytes} bytes`));
       else cb(null, chunk);
     },
   });
@@ -150,7 +155,7 @@ type Consume = (res: http.IncomingMessage, shown: string) => Promise<void>;
 
 function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: number, consume: Consume): Promise<void> {
   const shown = redactUrl(url.href);
-  const named = (err: Error) => (err.message.includes(shown) ? err : new Error(`download of ${shown} failed: ${err.message}`));
+  const named = (err: Error) => (err instanceof DownloadError ? err : new DownloadError(`download of ${shown} failed: ${err.message}`));
   return new Promise<void>((resolve, reject) => {
     const mod = url.protocol === 'https:' ? https : http;
     const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd' }, signal: opts.signal }, (res) => {
@@ -158,33 +163,33 @@ function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: numbe
       if ([301, 302, 303, 307, 308].includes(status)) {
         res.resume();
         const loc = res.headers.location;
-        if (!loc) return reject(new Error(`redirect without a Location header from ${shown}`));
-        if (redirects >= opts.maxRedirects) return reject(new Error(`too many redirects (limit ${opts.maxRedirects}) from ${shown}`));
+        if (!loc) return reject(new DownloadError(`redirect without a Location header from ${shown}`));
+        if (redirects >= opts.maxRedirects) return reject(new DownloadError(`too many redirects (limit ${opts.maxRedirects}) from ${shown}`));
         let next: URL;
         try {
           next = new URL(loc, url);
         } catch {
-          return reject(new Error(`invalid redirect Location from ${shown}`));
+          return reject(new DownloadError(`invalid redirect Location from ${shown}`));
         }
         if (next.protocol !== 'http:' && next.protocol !== 'https:') {
-          return reject(new Error(`redirect to unsupported scheme ${next.protocol} from ${shown}`));
+          return reject(new DownloadError(`redirect to unsupported scheme ${next.protocol} from ${shown}`));
         }
         return get(next, opts, redirects + 1, consume).then(resolve, reject);
       }
       if (status < 200 || status > 299) {
         res.resume();
-        return reject(new Error(`HTTP ${status} from ${shown}`));
+        return reject(new DownloadError(`HTTP ${status} from ${shown}`));
       }
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > opts.maxBytes) {
         res.destroy();
-        return reject(new Error(`${shown} is larger than ${opts.maxBytes} bytes`));
+        return reject(new DownloadError(`${shown} is larger than ${opts.maxBytes} bytes`));
       }
       // The idle timeout keeps applying while the body streams (Kura's dpa.read.timeout).
-      res.setTimeout(opts.timeoutMs, () => res.destroy(new Error(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
+      res.setTimeout(opts.timeoutMs, () => res.destroy(new DownloadError(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
       consume(res, shown).then(resolve, (err: Error) => reject(named(err)));
     });
-    req.on('timeout', () => req.destroy(new Error(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
+    req.on('timeout', () => req.destroy(new DownloadError(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
     req.on('error', (err) => reject(named(err)));
   });
 }
