@@ -57,8 +57,15 @@ export async function call<T = any>(method: string, path: string, body?: unknown
     if (r.status === 401 && !o.own401) onUnauthorized(e);
     throw e;
   }
-  return (text ? JSON.parse(text) : undefined) as T;
+  return (text ? parse(text) : undefined) as T;
 }
+
+/**
+ * JSON where an integer beyond 2^53 (a LONG channel value) keeps its exact digits as a string,
+ * in browsers that hand the reviver the source text; elsewhere it is the nearest double.
+ */
+const parse = (text: string): unknown =>
+  JSON.parse(text, ((_k: string, v: unknown, ctx?: { source?: string }) => (typeof v === 'number' && !Number.isSafeInteger(v) && ctx?.source && /^-?\d+$/.test(ctx.source) ? ctx.source : v)) as never);
 
 export const get = <T = any>(path: string, o?: CallOptions) => call<T>('GET', path, undefined, o);
 export const post = <T = any>(path: string, body?: unknown, o?: CallOptions) => call<T>('POST', path, body ?? {}, o);
@@ -72,7 +79,7 @@ export function upload(path: string, form: FormData, progress: (sent: number, to
     x.upload.onprogress = (e) => progress(e.loaded, e.total);
     x.onerror = () => reject(new ApiError(0, 'The upload was interrupted: the gateway cannot be reached.'));
     x.onload = () => {
-      if (x.status >= 200 && x.status < 300) return resolve(x.responseText ? JSON.parse(x.responseText) : undefined);
+      if (x.status >= 200 && x.status < 300) return resolve(x.responseText ? parse(x.responseText) : undefined);
       const e = errorOf(x.status, x.responseText);
       if (x.status === 401) onUnauthorized(e);
       reject(e);

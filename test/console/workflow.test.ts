@@ -20,6 +20,7 @@ t.test('technician workflow', async (t) => {
   if (!haveBrowser(t) || !havePeers(t, 'pymodbus')) return;
   const dev = await startPyModbusTcp(t);
   await dev.set(1, 'hr', 0, [1234, 0]);
+  await dev.set(1, 'hr', 9, [0x20, 0, 0, 1]); // 2^53 + 1
   const d = await startDaemon(t, {
     console: {
       'access.banner.enabled': true, 'access.banner.content': BANNER,
@@ -33,6 +34,7 @@ t.test('technician workflow', async (t) => {
         channels: {
           speed: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': 1, 'data.type': 'INT16', unit: 'rpm' },
           setpoint: { type: 'READ_WRITE', 'value.type': 'INTEGER', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': 2, 'data.type': 'INT16' },
+          total: { type: 'READ', 'value.type': 'LONG', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': 10, 'data.type': 'INT64' },
           // Beyond the device's 1000 registers: the device answers a Modbus exception.
           missing: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': 1501, 'data.type': 'INT16' },
         },
@@ -95,6 +97,8 @@ t.test('technician workflow', async (t) => {
   const row = (name: string) => page.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
   await row('speed').locator('td.value', { hasText: '1234' }).waitFor();
   t.pass('speed = 1234 read from the device');
+  await row('total').locator('td.value', { hasText: '9007199254740993' }).waitFor();
+  t.pass('a LONG beyond 2^53 is shown exactly');
   await row('missing').locator('td.value.error', { hasText: /^Error: / }).waitFor();
   t.pass('the failing channel shows its error');
   await dev.set(1, 'hr', 0, [1250]);
