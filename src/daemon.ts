@@ -28,6 +28,7 @@ import { mountRest } from './core/rest.js';
 import type { Family } from './core/family.js';
 import { startDeployment } from './deploy/component.js';
 import { systemFamily } from './api/system.js';
+import { assetStatusFamily } from './api/asset-status.js';
 import { mountConsole } from './console/serve.js';
 import { mountDeployApi } from './api/deploy.js';
 
@@ -102,6 +103,7 @@ export class Daemon {
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     mountAssetsApi(http, { assets: this.assets, log });
     this.mount(assetV1Family(this.assets));
+    this.mount(assetStatusFamily(this.assets));
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
     const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });

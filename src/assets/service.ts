@@ -2,7 +2,7 @@
 
 import type { Logger } from '../log.js';
 import type { DriverInstanceConfig } from './config.js';
-import { DRIVER_NOT_ATTACHED, type Driver, type ChannelResult } from '../drivers/driver.js';
+import { DRIVER_NOT_ATTACHED, type Driver, type ChannelResult, type DeviceStatus } from '../drivers/driver.js';
 import { SharedLines } from '../drivers/lines.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import {
@@ -91,6 +91,23 @@ export class DriverPool {
   }
 }
 
+/** Counters of an asset's polling (times in ms since the epoch, 0: never). */
+interface PollState {
+  lastPoll: number;
+  lastSuccess: number;
+  consecutiveFailures: number;
+  polls: number;
+  /** Cycles that were still running when the next one was due. */
+  overruns: number;
+}
+
+export interface PollStatus extends PollState {
+  pollInterval: number;
+  devices: DeviceStatus[];
+}
+
+const newPollState = (): PollState => ({ lastPoll: 0, lastSuccess: 0, consecutiveFailures: 0, polls: 0, overruns: 0 });
+
 export interface AssetRuntimeOptions {
   /**
    * Safety net for a driver that never settles its promise: after this long the channels fail
@@ -112,6 +129,7 @@ export class AssetRuntime implements AssetService {
   private assets = new Map<string, AssetConfig>();
   private pollTimers = new Map<string, NodeJS.Timeout>();
   private pollListeners = new Set<(pid: string, records: ChannelRecord[]) => void>();
+  private pollStates = new Map<string, PollState>();
   // Single flight: identical reads of the same asset configuration in flight share one driver call
   // (and so one bus transaction). Keyed by the config object, so a reload never joins a stale read.
   private inflight = new WeakMap<AssetConfig, Map<string, Promise<ChannelResult[]>>>();
@@ -289,22 +307,41 @@ export class AssetRuntime implements AssetService {
     return () => this.pollListeners.delete(listener);
   }
 
+  /** The poll statistics of an asset (docs/rest-api.md "Poll status"). */
+  pollStatus(pid: string): PollStatus {
+    const asset = this.require(pid);
+    const st = this.pollStates.get(pid) ?? newPollState();
+    return { pollInterval: asset.pollInterval, ...st, devices: this.drivers.get(asset.driverPid)?.devices?.() ?? [] };
+  }
+
   private restartPolling(): void {
     for (const t of this.pollTimers.values()) clearTimeout(t);
     this.pollTimers.clear();
+    for (const pid of this.pollStates.keys()) if (!this.assets.has(pid)) this.pollStates.delete(pid);
     if (this.stopped) return;
-    for (const a of this.assets.values()) if (a.pollInterval > 0) this.schedule(a, a.pollInterval);
+    for (const a of this.assets.values()) if (a.pollInterval > 0) this.schedule(a, Date.now() + a.pollInterval);
   }
 
-  // One read of all readable channels per cycle (the driver coalesces it). A cycle starts only
-  // after the previous one finished, so a slow device never piles up reads; each asset has its own
-  // timer, so it never delays another asset or an HTTP request.
-  private schedule(asset: AssetConfig, delay: number): void {
+  // One read of all readable channels per cycle (the driver coalesces it), on a fixed period:
+  // cycle k starts at start + k × poll.interval. A cycle still running when the next is due is an
+  // overrun: counted, and the next starts as soon as it ends (never two at once, missed periods
+  // are not made up), so a slow device never piles up reads. Each asset has its own timer, so it
+  // never delays another asset or an HTTP request.
+  private schedule(asset: AssetConfig, at: number): void {
     const t = setTimeout(async () => {
       if (this.stopped || this.assets.get(asset.pid) !== asset) return;
+      let st = this.pollStates.get(asset.pid);
+      if (!st) this.pollStates.set(asset.pid, (st = newPollState()));
+      st.lastPoll = Date.now();
+      st.polls++;
       try {
         const records = await this.read(asset.pid);
         if (this.assets.get(asset.pid) !== asset) return;
+        // A poll fails when any of its channels fails.
+        if (records.every((r) => r.status === 'SUCCESS')) {
+          st.lastSuccess = Date.now();
+          st.consecutiveFailures = 0;
+        } else st.consecutiveFailures++;
         for (const l of this.pollListeners) {
           try {
             l(asset.pid, records);
@@ -315,8 +352,15 @@ export class AssetRuntime implements AssetService {
       } catch (err) {
         this.log.warn('poll failed', { asset: asset.pid, error: (err as Error).message });
       }
-      if (!this.stopped && this.pollTimers.get(asset.pid) === t && this.assets.get(asset.pid) === asset) this.schedule(asset, asset.pollInterval);
-    }, delay);
+      if (this.stopped || this.pollTimers.get(asset.pid) !== t || this.assets.get(asset.pid) !== asset) return;
+      const now = Date.now();
+      let next = at + asset.pollInterval;
+      if (next <= now) {
+        st.overruns++;
+        next = now;
+      }
+      this.schedule(asset, next);
+    }, Math.max(0, at - Date.now()));
     t.unref?.();
     this.pollTimers.set(asset.pid, t);
   }
