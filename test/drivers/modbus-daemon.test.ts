@@ -54,7 +54,10 @@ t.test('end to end with a pymodbus device', async (t) => {
       plc: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'modbus.timeout': 300, 'modbus.transaction.retry': 0 },
     },
     assets: { pump: { 'driver.pid': 'plc', channels } },
-    identities: { operator: { password: 'secret123', permissions: ['rest.assets'], passwordChangeNeeded: false } },
+    identities: {
+      operator: { password: 'secret123', permissions: ['rest.assets'], passwordChangeNeeded: false },
+      auditor: { password: 'secret123', permissions: ['rest.system'], passwordChangeNeeded: false },
+    },
   });
   const auth = { authorization: `Basic ${Buffer.from('operator:secret123').toString('base64')}` };
   const json = { ...auth, 'content-type': 'application/json' };
@@ -88,6 +91,22 @@ t.test('end to end with a pymodbus device', async (t) => {
     t.equal(res.status, 200, res.body);
     t.match(res.json(), [{ name: 'setpoint', channelStatus: { channelFlag: 'SUCCESS' } }]);
     t.same(await dev.get(1, 'hr', 500, 4), [0x0020, 0, 0, 1]);
+  });
+
+  await t.test('GET _status: poll statistics and the unit\'s counters (role assets)', async (t) => {
+    const res = await d.request('/services/assets/pump/_status', { headers: auth });
+    t.equal(res.status, 200, res.body);
+    t.match(res.headers['content-type'], /application\/json/);
+    const st = res.json();
+    t.same(Object.keys(st), ['pollInterval', 'lastPoll', 'lastSuccess', 'consecutiveFailures', 'polls', 'overruns', 'devices']);
+    t.match(st, { pollInterval: 0, lastPoll: 0, consecutiveFailures: 0, devices: [{ unit: 1, timeouts: 0, exceptions: 0, backoffUntil: 0 }] });
+    t.ok(st.devices[0].requests >= 2 && st.devices[0].responses === st.devices[0].requests, JSON.stringify(st.devices));
+    const missing = await d.request('/services/assets/nope/_status', { headers: auth });
+    t.equal(missing.status, 404);
+    t.equal(missing.body, 'Asset not found: nope');
+    t.equal((await d.request('/services/assets/pump/_status')).status, 401, 'authentication required');
+    const other = { authorization: `Basic ${Buffer.from('auditor:secret123').toString('base64')}` };
+    t.equal((await d.request('/services/assets/pump/_status', { headers: other })).status, 403, 'role assets required');
   });
 
   await t.test('a dead device: FAILURE records with HTTP 200, then recovery', async (t) => {
