@@ -147,7 +147,7 @@ export class Daemon {
           tls.ca = fs.readFileSync(ts);
           specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
         } else {
-          // Contract §5: a device may be provisioned incompletely; do not stop the daemon for it.
+          // A device may be provisioned incompletely (docs/configuration.md "`http`: listeners"): do not stop the daemon for it.
           this.log.warn('client-auth ports not opened: truststore missing', { ports: h['https.client.auth.ports'].join(','), truststore: ts });
         }
       }

@@ -98,8 +98,8 @@ export class AuthLayer {
     };
     identities.onChange((name, kind) => {
       this.basicCache.forget(name);
-      // A session dies with its identity's credentials (interface §3); attribute changes (permissions,
-      // the change flag) are evaluated live and keep sessions (kura/session-auth.md §6.3).
+      // A session dies with its identity's credentials (COMPATIBILITY.md "Sessions and authentication");
+      // attribute changes (permissions, the change flag) are evaluated live and keep sessions, as in Kura.
       if (kind !== 'attributes') {
         const n = this.sessions.invalidateUser(name);
         if (n > 0) log.info('sessions ended: identity credentials changed', { identity: name, sessions: n });
@@ -130,10 +130,10 @@ export class AuthLayer {
     return this.rest['session.management.enabled'];
   }
 
-  /** rest and console sections on SIGHUP; sessions are kept (contract §1). */
+  /** rest and console sections on SIGHUP; sessions are kept (docs/configuration.md "Reloading"). */
   async reconfigure(config: Config): Promise<void> {
     if (JSON.stringify(config.identities) !== this.seeds) {
-      // Contract §2: the section only seeds an empty dataDir; say so rather than ignore an edit silently.
+      // The section only seeds an empty dataDir (docs/configuration.md): say so rather than ignore an edit silently.
       this.log.warn('identities in the configuration only seed a new dataDir: use the identity API or gatewayd passwd', { file: config.file });
       this.seeds = JSON.stringify(config.identities);
     }
@@ -250,7 +250,7 @@ export class AuthLayer {
     this.log.debug('authentication provider failed', { provider: step.name, error: (err as Error)?.message ?? String(err) });
   }
 
-  /** §10: `rest.<role>`, or `kura.admin` which passes every role; evaluated live (D17). */
+  /** Kura's roles: `rest.<role>`, or `kura.admin` which passes every role; evaluated live (a permission edit applies at once). */
   hasRole(name: string, role: string): boolean {
     const id = this.identities.get(name);
     if (!id) return false;
@@ -303,7 +303,7 @@ export class AuthLayer {
     if (old) this.sessions.invalidate(old);
     const session = this.sessions.create(identity.name, identity.credentials, locked);
     ctx.locals[SESSION_LOCAL] = session;
-    // Contract §4: SameSite=Strict always, Secure when the login came over HTTPS.
+    // SameSite=Strict always, Secure when the login came over HTTPS (COMPATIBILITY.md).
     const cookie = `${SESSION_COOKIE}=${session.id}; Path=/; HttpOnly; SameSite=Strict${ctx.listener.secure ? '; Secure' : ''}`;
     return { session, cookie };
   }
