@@ -23,6 +23,7 @@ import { Outbox } from './mqtt/outbox.js';
 import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
 import { assetV1Family } from './mqtt/asset-v1/handler.js';
+import { deployV2Application } from './mqtt/deploy-v2.js';
 import { familyApplication } from './core/mqtt.js';
 import { mountRest } from './core/rest.js';
 import type { Family } from './core/family.js';
@@ -111,9 +112,10 @@ export class Daemon {
     this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }) }));
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
     // Installed packages start (and register their drivers and providers) before the listeners accept.
-    const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, log });
+    const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, applications: this.applications, log });
     this.components.push(deploy);
     mountDeployApi(http, { deploy: deploy.service, log });
+    this.applications.register(deployV2Application(deploy.service, log));
 
     await this.listen();
 

@@ -5,7 +5,7 @@
 import type { Logger } from '../log.js';
 import type { DeployConfig } from './config.js';
 import { DeploymentService } from './service.js';
-import { PluginHost, type AuthProviderSink, type DriverFactorySink } from '../plugins/host.js';
+import { PluginHost, type AuthProviderSink, type DriverFactorySink, type MqttApplicationSink } from '../plugins/host.js';
 import { refuseUnsigned, signatureCheck } from './signature.js';
 
 export interface DeploymentDeps {
@@ -15,6 +15,8 @@ export interface DeploymentDeps {
   drivers: DriverFactorySink;
   /** The auth layer's AuthProviderRegistry, when there is one. */
   auth?: AuthProviderSink;
+  /** The daemon's MqttApplications: packages may add MQTT applications. */
+  applications?: MqttApplicationSink;
   log: Logger;
 }
 
@@ -27,7 +29,7 @@ export interface DeploymentComponent {
 
 /** Starts every installed package, in install order. */
 export async function startDeployment(deps: DeploymentDeps): Promise<DeploymentComponent> {
-  const plugins = new PluginHost({ log: deps.log, drivers: deps.drivers, auth: deps.auth });
+  const plugins = new PluginHost({ log: deps.log, drivers: deps.drivers, auth: deps.auth, applications: deps.applications });
   // Trust anchors are read once at start; a changed list needs a restart (it guards every install).
   const anchors = deps.config['trust.anchors'];
   const check = anchors.length > 0 ? signatureCheck(anchors) : deps.config['unsigned.allowed'] ? undefined : refuseUnsigned;

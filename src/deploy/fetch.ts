@@ -26,7 +26,14 @@ export interface FetchOptions {
   allowedDirs: string[];
   /** Aborts the transfer (daemon shutdown must not wait for a slow server). */
   signal?: AbortSignal;
+  /** Told the bytes received so far and the size when known (DEPLOY-V2 progress). */
+  onProgress?: (received: number, total: number | undefined) => void;
+  /** Extra request headers (DEPLOY-V2 credentials). */
+  headers?: Record<string, string>;
 }
+
+/** How often a transfer broken by the network is taken up again (with a Range request) before it fails. */
+export const MAX_RESUMES = 3;
 
 /** A request refused before anything is queued (answered 400; COMPATIBILITY.md). */
 export class UrlRefusedError extends Error {
@@ -147,18 +154,57 @@ export async function fetchText(url: URL, opts: Omit<FetchOptions, 'allowedDirs'
   return text;
 }
 
-function download(url: URL, dest: string, opts: FetchOptions): Promise<void> {
-  return get(url, opts, 0, (res, shown) => pipeline(res, limiter(opts.maxBytes, shown), fs.createWriteStream(dest, { flags: 'w', mode: 0o600 }), { signal: opts.signal }));
+/**
+ * Downloads into `dest`. A transfer the network breaks (reset, premature close, idle timeout) is
+ * taken up again up to MAX_RESUMES times, from the bytes already on disk when the server answers a
+ * Range request with 206, else from the start; the overall deadline still bounds the whole.
+ */
+async function download(url: URL, dest: string, opts: FetchOptions): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const have = attempt === 0 ? 0 : await fsp.stat(dest).then((st) => st.size, () => 0);
+    try {
+      return await get(url, opts, 0, (res, shown) => {
+        const resumed = res.statusCode === 206 && have > 0 && contentRangeStart(res) === have;
+        if (res.statusCode === 206 && !resumed) throw new Error(`unexpected partial content from ${shown}`);
+        const start = resumed ? have : 0;
+        const length = Number(res.headers['content-length']);
+        const total = Number.isFinite(length) ? start + length : undefined;
+        let received = start;
+        const progress = new Transform({
+          transform(chunk: Buffer, _enc, cb) {
+            received += chunk.length;
+            if (received > opts.maxBytes) return cb(new Error(`${shown} is larger than ${opts.maxBytes} bytes`));
+            opts.onProgress?.(received, total);
+            cb(null, chunk);
+          },
+        });
+        return pipeline(res, progress, fs.createWriteStream(dest, { flags: resumed ? 'a' : 'w', mode: 0o600 }), { signal: opts.signal });
+      }, have > 0 ? { range: `bytes=${have}-` } : {});
+    } catch (err) {
+      if (opts.signal?.aborted || attempt >= MAX_RESUMES || !brokenTransfer(err as Error)) throw err;
+      await new Promise((r) => setTimeout(r, 250 << attempt));
+    }
+  }
+}
+
+function contentRangeStart(res: http.IncomingMessage): number | undefined {
+  const m = /^bytes (\d+)-/.exec(String(res.headers['content-range'] ?? ''));
+  return m ? Number(m[1]) : undefined;
+}
+
+/** A failure of the connection, not of the request: worth taking up again. */
+function brokenTransfer(err: Error & { code?: string }): boolean {
+  return /\b(ECONNRESET|EPIPE|ETIMEDOUT|ECONNABORTED|aborted|socket hang up|timed out|premature close)\b/i.test(`${err.code ?? ''} ${err.message}`);
 }
 
 type Consume = (res: http.IncomingMessage, shown: string) => Promise<void>;
 
-function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: number, consume: Consume): Promise<void> {
+function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: number, consume: Consume, extra: Record<string, string> = {}): Promise<void> {
   const shown = redactUrl(url.href);
   const named = (err: Error) => (err instanceof DownloadError ? err : new DownloadError(`download of ${shown} failed: ${err.message}`));
   return new Promise<void>((resolve, reject) => {
     const mod = url.protocol === 'https:' ? https : http;
-    const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd' }, signal: opts.signal }, (res) => {
+    const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd', ...opts.headers, ...extra }, signal: opts.signal }, (res) => {
       const status = res.statusCode ?? 0;
       if ([301, 302, 303, 307, 308].includes(status)) {
         res.resume();
@@ -174,20 +220,25 @@ function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: numbe
         if (next.protocol !== 'http:' && next.protocol !== 'https:') {
           return reject(new DownloadError(`redirect to unsupported scheme ${next.protocol} from ${shown}`));
         }
-        return get(next, opts, redirects + 1, consume).then(resolve, reject);
+        return get(next, opts, redirects + 1, consume, extra).then(resolve, reject);
       }
       if (status < 200 || status > 299) {
         res.resume();
         return reject(new DownloadError(`HTTP ${status} from ${shown}`));
       }
       const declared = Number(res.headers['content-length']);
-      if (Number.isFinite(declared) && declared > opts.maxBytes) {
+      if (status !== 206 && Number.isFinite(declared) && declared > opts.maxBytes) {
         res.destroy();
         return reject(new DownloadError(`${shown} is larger than ${opts.maxBytes} bytes`));
       }
       // The idle timeout keeps applying while the body streams (Kura's dpa.read.timeout).
       res.setTimeout(opts.timeoutMs, () => res.destroy(new DownloadError(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
-      consume(res, shown).then(resolve, (err: Error) => reject(named(err)));
+      Promise.resolve()
+        .then(() => consume(res, shown))
+        .then(resolve, (err: Error) => {
+          res.destroy();
+          reject(named(err));
+        });
     });
     req.on('timeout', () => req.destroy(new DownloadError(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
     req.on('error', (err) => reject(named(err)));

@@ -18,7 +18,8 @@
 import type { Logger } from '../log.js';
 
 export type JobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
-export type JobKind = 'install' | 'uninstall';
+/** `download`: a DEPLOY-V2 download kept for a later EXEC/install (docs/mqtt.md). */
+export type JobKind = 'install' | 'uninstall' | 'download';
 
 export interface Job {
   id: number;
@@ -47,6 +48,8 @@ export interface JobSteps {
   mayOvertakeDownloads?: () => boolean;
   /** Runs once the job has ended, however it ended (removes a downloaded file). */
   cleanup?: () => Promise<void>;
+  /** Told the job as it ended (DEPLOY-V2's notifications), before `cleanup`. */
+  onEnd?: (job: Job) => void;
 }
 
 /** Thrown by a job's work to end it CANCELLED rather than FAILED. */
@@ -148,6 +151,11 @@ export class JobQueue {
     else if (state === 'FAILED') this.log.error(`${job.kind} failed`, { job: job.id, url: job.url, package: job.name, error: job.error });
     else this.log.info(`${job.kind} cancelled`, { job: job.id, url: job.url, package: job.name, reason: job.error });
     this.trim();
+    try {
+      e.steps.onEnd?.({ ...job });
+    } catch (err) {
+      this.log.warn('job end listener failed', { job: job.id, error: (err as Error).message });
+    }
     // Idle (and the next job) only once the job's files are gone.
     const cleaned = e.steps.cleanup?.().catch((err) => this.log.warn('job clean-up failed', { job: job.id, error: (err as Error).message }));
     void Promise.resolve(cleaned).then(() => {

@@ -7,10 +7,12 @@
 // name is pending answers UNINSTALLING; anything else answers REQUEST_RECEIVED, including an
 // uninstall of a name that is not installed (the job then fails, visible in the jobs list).
 
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import path from 'node:path';
 import type { Logger } from '../log.js';
 import type { DeployConfig } from './config.js';
-import { JobCancelled, JobQueue, type Job } from './jobs.js';
+import { JobCancelled, JobQueue, type Job, type JobSteps } from './jobs.js';
 import { PackageStore, type ArchiveCheck, type InstalledPackage } from './store.js';
 import { checkInstallUrl, fetchPackage, fetchText, redactUrl } from './fetch.js';
 import { descriptorApiUrl, descriptorFromXml, nodeIdOf, type PackageDescriptor } from './descriptor.js';
@@ -80,6 +82,11 @@ export class DeploymentService {
     return this.store.list().map((p) => ({ name: p.name, version: p.version }));
   }
 
+  /** Names of the packages whose code is running. */
+  activePackages(): string[] {
+    return this.opts.plugins.active();
+  }
+
   recentJobs(): Job[] {
     return this.jobs.list();
   }
@@ -131,7 +138,63 @@ export class DeploymentService {
     return 'REQUEST_RECEIVED';
   }
 
-  requestUninstall(name: string): DeploymentRequestStatus {
+  /** `<dataDir>/downloads`: packages DEPLOY-V2 downloaded, as `<name>_<version>.dp` (created). */
+  downloadsDir(): string {
+    const dir = path.join(this.opts.dataDir, 'downloads');
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return dir;
+  }
+
+  /**
+   * DEPLOY-V2's download: fetches `url` into `file` in the download lane (`onProgress`), then runs
+   * `afterFetch` (hash check, notifications), then installs the file when `install` (and removes
+   * it); a download-only job keeps the file for a later `requestFileInstall`. A failed or
+   * cancelled job leaves no file. `onEnd` is told how the job ended.
+   */
+  requestDownload(o: {
+    url: URL;
+    file: string;
+    install: boolean;
+    /** The file is there already (not forced): no transfer. */
+    reuse?: boolean;
+    timeoutMs?: number;
+    headers?: Record<string, string>;
+    onProgress: (received: number, total: number | undefined) => void;
+    afterFetch: () => Promise<void>;
+    onEnd: (job: Job) => void;
+  }): Job {
+    const cfg = this.config;
+    let done = false;
+    const steps: JobSteps = {
+      fetch: async (_job, signal) => {
+        if (!o.reuse) await fetchPackage(o.url, o.file, {
+          timeoutMs: o.timeoutMs ?? cfg['download.timeout'],
+          deadlineMs: cfg['download.deadline'],
+          maxBytes: cfg['upload.max.bytes'],
+          maxRedirects: cfg['download.max.redirects'],
+          allowedDirs: [],
+          headers: o.headers,
+          onProgress: o.onProgress,
+          signal,
+        });
+        await o.afterFetch();
+      },
+      onEnd: (job) => {
+        done = job.state === 'SUCCEEDED' && !o.install;
+        o.onEnd(job);
+      },
+      // A kept download stays for EXEC/install; anything else leaves no file behind.
+      cleanup: () => (done ? Promise.resolve() : fsp.rm(o.file, { force: true })),
+    };
+    return this.jobs.enqueue(o.install ? 'install' : 'download', o.url.href, { url: redactUrl(o.url.href) }, o.install ? (job) => this.installFile(o.file, job) : async () => {}, steps);
+  }
+
+  /** Queues the install of a file DEPLOY-V2 downloaded earlier; the file is removed when the job ends. */
+  requestFileInstall(file: string, onEnd: (job: Job) => void): Job {
+    return this.jobs.enqueue('install', file, { url: `file:${path.basename(file)}` }, (job) => this.installFile(file, job), { onEnd, cleanup: () => fsp.rm(file, { force: true }) });
+  }
+
+  requestUninstall(name: string, onEnd?: (job: Job) => void): DeploymentRequestStatus {
     if (this.jobs.isPending('uninstall', name)) return 'UNINSTALLING';
     this.jobs.enqueue(
       'uninstall',
@@ -144,7 +207,7 @@ export class DeploymentService {
         this.log.info('package uninstalled', { package: name });
       },
       // Removing an installed package need not wait for slow downloads queued before it.
-      { mayOvertakeDownloads: () => this.store.get(name) !== undefined },
+      { mayOvertakeDownloads: () => this.store.get(name) !== undefined, onEnd },
     );
     return 'REQUEST_RECEIVED';
   }

@@ -10,6 +10,8 @@ import type { Logger } from '../log.js';
 import type { Envelope, MqttRequest, MqttResponse, Reply } from './envelope.js';
 
 export interface ApplicationContext {
+  /** The device's MQTT client id (NOTIFY's `client.id`). */
+  readonly clientId: string;
   /** Publishes a NOTIFY message to the requester (QoS 0, as Kura), e.g. DEPLOY-V2 progress. */
   notify(resource: string, message: Omit<MqttResponse, 'code'>): void;
 }
@@ -80,7 +82,7 @@ export class MqttApplications {
     if (!app) return undefined;
     let res: MqttResponse;
     try {
-      res = await app.handle(req, { notify: (resource, m) => publish(envelope.notification(req, resource, m)) });
+      res = await app.handle(req, { clientId: envelope.opts.clientId, notify: (resource, m) => publish(envelope.notification(req, resource, m)) });
     } catch (err) {
       log.error('MQTT request failed', { topic, error: (err as Error)?.message ?? String(err) });
       res = { code: 500 };

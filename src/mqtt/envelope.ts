@@ -146,8 +146,10 @@ export class Envelope {
     const o = this.opts;
     const body = typeof res.body === 'string' ? Buffer.from(res.body, 'utf8') : res.body;
     if (o.encoding === 'json') {
-      if (res.code === 200) return body ?? Buffer.alloc(0);
-      let text = JSON.stringify({ 'response.code': res.code, 'response.exception.message': res.message });
+      // Bare JSON has no metrics: a reply made of metrics (DEPLOY-V2's GET/download) is their object.
+      const metrics = res.metrics?.length ? `,${res.metrics.map((m) => `${JSON.stringify(m.name)}:${m.type === 'INT64' ? String(m.value) : JSON.stringify(m.type === 'BYTES' ? m.value.toString('base64') : m.value)}`).join(',')}` : '';
+      if (res.code === 200) return body ?? Buffer.from(metrics ? `{${metrics.slice(1)}}` : '', 'utf8');
+      let text = JSON.stringify({ 'response.code': res.code, 'response.exception.message': res.message }).slice(0, -1) + metrics + '}';
       // A JSON error body (Kura's REST-proxy applications: {"message": …}) keeps its fields.
       const extra = body?.toString('utf8');
       if (extra && extra.startsWith('{') && extra !== '{}') text = `${text.slice(0, -1)},${extra.slice(1)}`;

@@ -15,7 +15,8 @@
  * order); `deactivate` runs when the package is uninstalled or replaced by another version, and at
  * shutdown. After `deactivate`, gatewayd also clears every timer made with `api.setTimeout` /
  * `api.setInterval`, runs every `api.onDispose` callback (close your sockets and servers there),
- * and unregisters the driver factories and authentication providers the package registered; assets
+ * and unregisters the driver factories, authentication providers and MQTT applications the package
+ * registered; assets
  * using one of its drivers then answer `Driver not attached` for their channels until a factory of
  * that name is registered again.
  *
@@ -43,6 +44,12 @@ export const PLUGIN_API_VERSION = 1;
  */
 export type AuthProvider = { readonly name: string } & Record<string, unknown>;
 
+/**
+ * An MQTT application (Kura's RequestHandler) as src/mqtt/applications.ts defines it: requests to
+ * `<prefix>/<account>/<device>/<appId>/<METHOD>/…` are handed to `handle`, whose answer is the reply.
+ */
+export type RequestHandler = { readonly appId: string; handle(request: any, context: any): Promise<unknown> };
+
 /** A timer made through the API (opaque; pass it back to clearTimeout/clearInterval). */
 export type PluginTimer = { readonly id: number };
 
@@ -56,6 +63,8 @@ export interface PluginApi {
   registerDriverFactory(factory: DriverFactory): void;
   /** Adds an authentication provider (throws when the daemon has no auth layer to take it). */
   registerAuthProvider(provider: AuthProvider): void;
+  /** Adds an MQTT application (listed in BIRTH's `application_ids`, re-published); removed at stop. */
+  registerRequestHandler(app: RequestHandler): void;
   setTimeout(fn: () => void, ms: number): PluginTimer;
   setInterval(fn: () => void, ms: number): PluginTimer;
   clearTimeout(timer: PluginTimer): void;

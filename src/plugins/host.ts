@@ -7,7 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '../log.js';
 import type { DriverFactory } from '../drivers/driver.js';
-import { PLUGIN_API_VERSION, type AuthProvider, type Extension, type PluginApi, type PluginTimer } from './api.js';
+import { PLUGIN_API_VERSION, type AuthProvider, type Extension, type PluginApi, type PluginTimer, type RequestHandler } from './api.js';
 
 /** Where driver factories go (src/drivers/registry.ts's DriverRegistry fits). */
 export interface DriverFactorySink {
@@ -21,10 +21,17 @@ export interface AuthProviderSink {
   unregister(provider: AuthProvider): void;
 }
 
+/** Where MQTT applications go (the daemon's MqttApplications fits). */
+export interface MqttApplicationSink {
+  register(app: RequestHandler): void;
+  unregister(appId: string): boolean;
+}
+
 export interface PluginHostOptions {
   log: Logger;
   drivers: DriverFactorySink;
   auth?: AuthProviderSink;
+  applications?: MqttApplicationSink;
   /** Test seam; the default imports the module by file URL. */
   importModule?: (url: string) => Promise<unknown>;
 }
@@ -48,6 +55,7 @@ interface Running {
   disposers: (() => void | Promise<void>)[];
   factories: string[];
   providers: AuthProvider[];
+  apps: string[];
   stopped: boolean;
 }
 
@@ -75,7 +83,7 @@ export class PluginHost {
   async activate(pkg: LoadablePackage): Promise<void> {
     if (this.running.has(pkg.name)) await this.deactivate(pkg.name);
     if (pkg.extensions.length === 0) return;
-    const state: Running = { pkg, extensions: [], timers: new Map(), disposers: [], factories: [], providers: [], stopped: false };
+    const state: Running = { pkg, extensions: [], timers: new Map(), disposers: [], factories: [], providers: [], apps: [], stopped: false };
     this.running.set(pkg.name, state);
     const log = this.opts.log.child({ package: pkg.name });
     const api = this.makeApi(state, log);
@@ -119,6 +127,7 @@ export class PluginHost {
     for (const d of state.disposers.reverse()) await attempt('dispose callback', d);
     for (const f of state.factories) await attempt(`unregistering driver factory ${f}`, () => this.opts.drivers.unregister(f));
     for (const p of state.providers) await attempt(`unregistering auth provider ${p.name}`, () => this.opts.auth?.unregister(p));
+    for (const a of state.apps) await attempt(`unregistering MQTT application ${a}`, () => void this.opts.applications?.unregister(a));
     log.info('package extensions stopped');
   }
 
@@ -177,6 +186,14 @@ export class PluginHost {
         this.opts.auth.register(provider);
         state.providers.push(provider);
         log.info('authentication provider registered', { provider: provider.name });
+      },
+      registerRequestHandler: (app: RequestHandler) => {
+        live('registerRequestHandler');
+        if (!this.opts.applications) throw new Error('this daemon does not accept MQTT applications');
+        if (!app || typeof app.appId !== 'string' || typeof app.handle !== 'function') throw new Error('registerRequestHandler needs { appId, handle(request, context) }');
+        this.opts.applications.register(app);
+        state.apps.push(app.appId);
+        log.info('MQTT application registered', { app: app.appId });
       },
       setTimeout: (fn: () => void, ms: number) => addTimer(fn, ms, false),
       setInterval: (fn: () => void, ms: number) => addTimer(fn, ms, true),

@@ -1,0 +1,302 @@
+// DEPLOY-V2: deployment packages managed from the cloud, as Kura's CloudDeploymentHandlerV2 answers
+// Eclipse Kapua (docs/mqtt.md "DEPLOY-V2"). A native application: parameters come as request
+// metrics (typed strictly, as Kura casts them), answers as metrics or an XML body, progress as NOTIFY
+// messages to the requester. Downloads, installs and uninstalls run on the deployment service's one
+// job queue, so they show in REST `GET /services/deploy/v2/_jobs` too, and never hold up a reply.
+//
+// Where gatewayd differs from Kura (COMPATIBILITY.md): packages go to `<dataDir>/downloads`, system
+// updates (shell scripts) and deployment hooks (`request.type`) are refused with 400, a broken
+// transfer is taken up again with a Range request, and a package must be signed when
+// `deploy.trust.anchors` is set, as over REST.
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { DeploymentService } from '../deploy/service.js';
+import type { Job } from '../deploy/jobs.js';
+import type { Logger } from '../log.js';
+import type { ApplicationContext, MqttApplication } from './applications.js';
+import type { MqttRequest, MqttResponse } from './envelope.js';
+import type { KuraMetric, MetricType } from './kura-payload.js';
+
+export const DEPLOY_V2 = 'DEPLOY-V2';
+
+const NO_SYSTEM_UPDATES: MqttResponse = { code: 400, message: 'Bad request. System updates (shell scripts) are not supported by gatewayd' };
+
+/** A request Kura answers 400 with no details (IllegalArgumentException, ClassCastException). */
+class BadRequest extends Error {}
+
+type Value<T extends MetricType> = Extract<KuraMetric, { type: T }>['value'];
+
+/**
+ * The request's parameters: its metrics, or (bare-JSON encoding, which has no metrics) the keys of
+ * a JSON object body, whose integers stand for either integer type.
+ */
+class Params {
+  private readonly json: Record<string, unknown> | undefined;
+
+  constructor(private readonly req: MqttRequest) {
+    if (req.metrics.length === 0 && req.body) {
+      try {
+        const v = JSON.parse(req.body.toString('utf8'));
+        if (v && typeof v === 'object' && !Array.isArray(v)) this.json = v;
+      } catch {
+        // not JSON: no parameters
+      }
+    }
+  }
+
+  get<T extends MetricType>(name: string, type: T, required = false): Value<T> | undefined {
+    let v: unknown;
+    if (this.json) {
+      v = this.json[name];
+      if (typeof v === 'number' && Number.isInteger(v) && (type === 'INT32' || type === 'INT64')) v = type === 'INT64' ? BigInt(v) : v;
+      else if (v !== undefined && typeof v !== ({ STRING: 'string', BOOL: 'boolean' } as Record<string, string>)[type]) throw new BadRequest();
+    } else {
+      const m = this.req.metrics.find((x) => x.name === name);
+      if (m && m.type !== type) throw new BadRequest();
+      v = m?.value;
+    }
+    if (v === undefined && required) throw new BadRequest();
+    return v as Value<T> | undefined;
+  }
+}
+
+const int32 = (name: string, value: number): KuraMetric => ({ name, type: 'INT32', value: Math.max(-2147483648, Math.min(2147483647, Math.round(value))) });
+const str = (name: string, value: string): KuraMetric => ({ name, type: 'STRING', value });
+const int64 = (name: string, value: bigint): KuraMetric => ({ name, type: 'INT64', value });
+
+/** An install or uninstall notification (Kura's InstallImpl/UninstallImpl). */
+function jobNotice(ctx: ApplicationContext, op: 'install' | 'uninstall', jobId: bigint, name: string, job: Pick<Job, 'state' | 'error'>): void {
+  const ok = job.state === 'SUCCEEDED';
+  const metrics = [str('client.id', ctx.clientId), str(`dp.${op}.status`, ok ? 'COMPLETED' : 'FAILED'), int32(`dp.${op}.progress`, ok ? 100 : 0), int64('job.id', jobId), str('dp.name', name)];
+  if (!ok) metrics.push(str(`dp.${op}.error.message`, job.error ?? `${op} failed`));
+  ctx.notify(op, { metrics });
+}
+
+const xmlText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const element = (tag: string, text: string) => (text === '' ? '' : `<${tag}>${xmlText(text)}</${tag}>`);
+const XML = '<?xml version="1.0" encoding="UTF-8"?>';
+
+/** A package file name from request values: one path segment, never `..`. */
+function fileNameOf(name: string, version: string): string {
+  const f = `${name}_${version}.dp`;
+  if (/[/\\\u0000]/.test(f) || name === '' || name.startsWith('.')) throw new BadRequest();
+  return f;
+}
+
+interface Download {
+  job: Job;
+  jobId: bigint;
+  file: string;
+  size: number;
+  received: number;
+  status: 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'CANCELLED';
+  notify: (status: Download['status'], error?: string) => void;
+}
+
+export function deployV2Application(deploy: DeploymentService, log: Logger): MqttApplication {
+  /** The download under way, or the last one (Kura keeps one download at a time). */
+  let current: Download | undefined;
+
+  const downloading = () => current !== undefined && current.status === 'IN_PROGRESS';
+  const installing = () => deploy.recentJobs().find((j) => j.kind === 'install' && j.phase === 'apply');
+
+  function packagesXml(): string {
+    const pkgs = deploy.list().map((p) => `<package>${element('name', p.name)}${element('version', p.version)}<bundles><bundle>${element('name', p.name)}${element('version', p.version)}</bundle></bundles></package>`);
+    return `${XML}<packages>${pkgs.join('')}</packages>`;
+  }
+
+  function bundlesXml(): string {
+    const active = new Set(deploy.activePackages());
+    const list = deploy.list().map((p, i) => `<bundle>${element('name', p.name)}${element('version', p.version)}<id>${i + 1}</id><state>${active.has(p.name) ? 'ACTIVE' : 'RESOLVED'}</state></bundle>`);
+    return `${XML}<bundles>${list.join('')}</bundles>`;
+  }
+
+  function getDownload(): MqttResponse {
+    if (!downloading()) return { code: 200, metrics: [int32('dp.download.size', 0), int32('dp.download.progress', 100), str('dp.download.status', 'ALREADY DONE')] };
+    const d = current!;
+    return { code: 200, metrics: [int32('dp.download.size', d.size), int32('dp.download.progress', progressOf(d)), str('dp.download.status', d.status), int64('job.id', d.jobId)] };
+  }
+
+  function getInstall(): MqttResponse {
+    const job = installing();
+    if (!job) return { code: 200, metrics: [str('dp.install.status', 'IDLE')] };
+    return { code: 200, metrics: [str('dp.install.status', 'IN_PROGRESS'), ...(job.name ? [str('dp.name', job.name)] : []), ...(job.version ? [str('dp.version', job.version)] : [])] };
+  }
+
+  function execDownload(p: Params, ctx: ApplicationContext): MqttResponse {
+    const uri = p.get('dp.uri', 'STRING', true)!;
+    const name = p.get('dp.name', 'STRING', true)!;
+    const version = p.get('dp.version', 'STRING', true)!;
+    const protocol = p.get('dp.download.protocol', 'STRING', true)!;
+    const jobId = p.get('job.id', 'INT64', true)!;
+    const systemUpdate = p.get('dp.install.system.update', 'BOOL', true)!;
+    const notifyBlock = p.get('dp.download.notify.block.size', 'INT32');
+    const timeout = p.get('dp.download.timeout', 'INT32');
+    const username = p.get('dp.download.username', 'STRING');
+    const password = p.get('dp.download.password', 'STRING');
+    const hash = p.get('dp.download.hash', 'STRING');
+    const install = p.get('dp.install', 'BOOL') ?? true;
+    const force = p.get('dp.download.force', 'BOOL') ?? false;
+    for (const [n, t] of [['dp.download.block.size', 'INT32'], ['dp.download.block.delay', 'INT32'], ['dp.download.resume', 'BOOL'], ['dp.reboot', 'BOOL'], ['dp.reboot.delay', 'INT32'], ['dp.install.verifier.uri', 'STRING']] as const) p.get(n, t);
+    if (systemUpdate) return NO_SYSTEM_UPDATES;
+    if (p.get('request.type', 'STRING') !== undefined) return { code: 400, message: 'Bad request. No deployment hook is configured for request.type' };
+    const file = path.join(deploy.downloadsDir(), fileNameOf(name, version));
+    if (downloading()) return { code: 500, metrics: [str('download.status', 'IN_PROGRESS')], body: 'Another resource is already in download' };
+
+    const notify = (status: Download['status'], error?: string, size = d.size, progress = progressOf(d)) => {
+      const metrics = [str('client.id', ctx.clientId), int32('dp.download.size', size), int32('dp.download.progress', progress), str('dp.download.status', status), int64('job.id', jobId), int32('dp.download.index', 0)];
+      if (error !== undefined) metrics.push(str('dp.download.error.message', error));
+      ctx.notify('download', { metrics });
+    };
+    const d: Download = { job: undefined as unknown as Job, jobId, file, size: -1, received: 0, status: 'IN_PROGRESS', notify };
+    let url: URL | undefined;
+    try {
+      url = new URL(uri);
+    } catch {
+      url = undefined;
+    }
+    // Kura has a downloader for the protocol `HTTP` only (http: and https: URLs); anything else is
+    // accepted, then reported FAILED.
+    if (protocol !== 'HTTP' || !url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      setImmediate(() => notify('FAILED', protocol !== 'HTTP' ? `Unsupported download protocol ${protocol}` : `Unsupported URI ${uri}`, 0, 0));
+      return { code: 200 };
+    }
+    const reuse = !force && fs.existsSync(file);
+    const headers = username !== undefined ? { authorization: `Basic ${Buffer.from(`${username}:${password ?? ''}`).toString('base64')}` } : undefined;
+    let nextNotice = 0;
+    let fetched = false;
+    let verified = false;
+    current = d;
+    notify('IN_PROGRESS', undefined, -1, 0);
+    d.job = deploy.requestDownload({
+      url,
+      file,
+      install,
+      reuse,
+      timeoutMs: timeout,
+      headers,
+      onProgress: (received, total) => {
+        d.received = received;
+        d.size = total ?? -1;
+        const block = notifyBlock ?? (total ? Math.max(1, Math.floor(total / 20)) : 256 * 1024);
+        if (received >= nextNotice) {
+          nextNotice = received + block;
+          notify('IN_PROGRESS');
+        }
+      },
+      afterFetch: async () => {
+        fetched = true;
+        d.status = 'COMPLETED';
+        if (reuse) notify('COMPLETED', undefined, 0, 100);
+        else notify('COMPLETED', undefined, d.size < 0 ? d.received : d.size, 100);
+        if (hash !== undefined) await checkHash(file, hash);
+        verified = true;
+      },
+      onEnd: (job) => {
+        if (!fetched && job.state === 'CANCELLED') {
+          d.status = 'CANCELLED';
+          notify('CANCELLED', 'Download cancelled');
+        } else if (!fetched || !verified) {
+          // Kura: the transfer's own error (when there was one), then the verification failure.
+          d.status = 'FAILED';
+          if (!fetched) notify('FAILED', job.error ?? 'download failed');
+          notify('FAILED', 'Error during download process and verification!', 0, 0);
+        } else if (install) {
+          jobNotice(ctx, 'install', jobId, path.basename(file), job);
+        }
+      },
+    });
+    log.info('DEPLOY-V2 download requested', { job: d.job.id, url: d.job.url, file: path.basename(file), install });
+    return { code: 200 };
+  }
+
+  function delDownload(): MqttResponse {
+    // Kura: KuraException OS_COMMAND_ERROR when no download was ever started.
+    if (!current) return { code: 500, message: 'Unable to execute system process {0}' };
+    if (downloading()) deploy.cancelJob(current.job.id);
+    else fs.rmSync(current.file, { force: true });
+    return { code: 200 };
+  }
+
+  function execInstall(p: Params, ctx: ApplicationContext): MqttResponse {
+    const name = p.get('dp.name', 'STRING', true)!;
+    const version = p.get('dp.version', 'STRING', true)!;
+    const jobId = p.get('job.id', 'INT64', true)!;
+    if (p.get('dp.install.system.update', 'BOOL', true)) return NO_SYSTEM_UPDATES;
+    // Kura checks the last EXEC/download's file, not this request's (and fails without one).
+    if (!current) return { code: 500 };
+    if (!fs.existsSync(current.file) || installing()) return { code: 400 };
+    const file = path.join(deploy.downloadsDir(), fileNameOf(name, version));
+    const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(ctx, 'install', jobId, path.basename(file), job);
+    if (!fs.existsSync(file)) setImmediate(() => notify({ state: 'FAILED', error: `${path.basename(file)} has not been downloaded` }));
+    else deploy.requestFileInstall(file, notify);
+    return { code: 200 };
+  }
+
+  function execUninstall(p: Params, ctx: ApplicationContext): MqttResponse {
+    const name = p.get('dp.name', 'STRING', true)!;
+    const jobId = p.get('job.id', 'INT64', true)!;
+    p.get('dp.version', 'STRING');
+    const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(ctx, 'uninstall', jobId, name, job);
+    // Kura reports COMPLETED for a package that is not installed.
+    if (!deploy.list().some((x) => x.name === name)) setImmediate(() => notify({ state: 'SUCCEEDED' }));
+    else deploy.requestUninstall(name, notify);
+    return { code: 200 };
+  }
+
+  return {
+    appId: DEPLOY_V2,
+    async handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse> {
+      const p = new Params(req);
+      const [first, ...rest] = req.resources;
+      try {
+        if (first === undefined) return { code: 400 };
+        const only = (r: MqttResponse) => (rest.length > 0 ? { code: 404, message: 'Not found.' } : r);
+        switch (`${req.method} ${first}`) {
+          case 'GET packages':
+            return only({ code: 200, body: packagesXml() });
+          case 'GET bundles':
+            return only({ code: 200, body: bundlesXml() });
+          case 'GET download':
+            return only(getDownload());
+          case 'GET install':
+            return only(getInstall());
+          case 'EXEC download':
+            return rest.length > 0 ? only({ code: 200 }) : execDownload(p, ctx);
+          case 'DEL download':
+            return only(delDownload());
+          case 'EXEC install':
+            return rest.length > 0 ? only({ code: 200 }) : execInstall(p, ctx);
+          case 'EXEC uninstall':
+            return rest.length > 0 ? only({ code: 200 }) : execUninstall(p, ctx);
+          default:
+            if (['PUT', 'POST', 'DEL', 'GET', 'EXEC'].includes(req.method)) return { code: 404, message: 'Not found.' };
+            return { code: 400 };
+        }
+      } catch (err) {
+        if (err instanceof BadRequest) return { code: 400 };
+        throw err;
+      }
+    },
+  };
+}
+
+function progressOf(d: Download): number {
+  if (d.status === 'COMPLETED') return 100;
+  if (d.size > 0) return Math.floor((d.received * 100) / d.size);
+  return d.received > 0 ? 50 : 0;
+}
+
+/** `dp.download.hash`: `<Java algorithm>:<lower-case hex>`, compared case-sensitively as Kura does. */
+async function checkHash(file: string, spec: string): Promise<void> {
+  const at = spec.indexOf(':');
+  const alg = spec.slice(0, at).toLowerCase().replace(/^sha-/, 'sha');
+  const want = spec.slice(at + 1);
+  if (at < 0 || !crypto.getHashes().includes(alg)) throw new Error(`unsupported hash ${spec.slice(0, Math.max(at, 0))}`);
+  const h = crypto.createHash(alg);
+  for await (const chunk of fs.createReadStream(file)) h.update(chunk as Buffer);
+  const got = h.digest('hex');
+  if (got !== want) throw new Error(`hash mismatch: ${got}`);
+}
