@@ -6,6 +6,7 @@
 // bundle contains, found from esbuild's metafile, so the list cannot drift from what is shipped.
 import { build } from 'esbuild';
 import { mqtt311 } from './mqtt311.mjs';
+import { BUNDLE_LIMIT } from './bundle-limit.mjs';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -17,7 +18,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
 // esbuild plugin): second builds for the over-the-air test (test/build/ota.test.ts), same code path.
 const outfile = process.env.GATEWAYD_OUTFILE ? path.resolve(process.env.GATEWAYD_OUTFILE) : path.join(root, 'dist', 'gatewayd.js');
 const extraPlugins = process.env.GATEWAYD_BUILD_PLUGIN ? [(await import(pathToFileURL(path.resolve(process.env.GATEWAYD_BUILD_PLUGIN)).href)).default] : [];
-const LIMIT = 256 * 1024;
+const LIMIT = BUNDLE_LIMIT;
 
 // Before any bundled code runs (an ES module's imports are built-ins only): Node 18 is the floor
 // (structuredClone, fetch-era crypto and streams); exit 2 as for an unusable configuration, since

@@ -12,10 +12,11 @@ import { ROOT, rssKiB, sleep, startJsonChild } from '../lib/proc.js';
 import type { Results } from '../lib/results.js';
 import { withScope } from '../lib/scope.js';
 import { ASSET, demoConfig, PASSWORD, USER, type Options } from '../lib/setup.js';
+import { BUNDLE_LIMIT } from '../../build/bundle-limit.mjs';
 
 const READ = `/services/assets/${ASSET}/_read`;
 const SETTLE_MS = 2000;
-const BUNDLE_LIMIT = 256 * 1024;
+
 
 interface Rss {
   idle: number[];

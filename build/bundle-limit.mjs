@@ -1,0 +1,8 @@
+// The size the bundle (dist/gatewayd.js) must stay under: `make build` fails above it, and so do
+// test/daemon/cli.test.ts and `make bench`'s footprint row.
+//
+// 256 KiB held until configuration/v2, CONF-V2, DEPLOY-V2, system/v1, the console's server side and
+// the field I/O options were added (issues 14-18); after 10 KB of savings in the build (build/shims/
+// bl.cjs, build/mqtt311.mjs) the product no longer fits, and the limit was raised to 320 KiB. The
+// aim is still lower: a change that grows the bundle says so, with the figure.
+export const BUNDLE_LIMIT = 320 * 1024;
