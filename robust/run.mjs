@@ -3,7 +3,7 @@
 // Attacks a running gatewayd (the built dist/gatewayd.js) part by part and prints one table:
 // cases tried, failures, 5xx answers, crashes, bytes of state lost, RSS before/after.
 //
-//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,broker,powercut,mqtt-hostile,trickle] [--seed=N] [--scale=F]
+//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,field-soak,broker,powercut,mqtt-hostile,trickle] [--seed=N] [--scale=F]
 //
 // Exit status 1 when any part has a failure (or could not run under CI=true), 0 otherwise.
 // A part whose capability or peer is missing is reported as NOT RUN with the reason, never faked.
@@ -30,6 +30,8 @@ const PARTS = {
   fuzz: async () => (await import('./fuzz-http.mjs')).runFuzz({ count: SIZES.fuzz, seed }),
   hostile: async () => (await import('./hostile.mjs')).runHostile({ slowloris: SIZES.slowloris, loginFlood: SIZES.loginFlood }),
   field: async () => (await import('./field.mjs')).runField({}),
+  // Devices polled for 30 minutes with faults injected (1 minute in the bounded run).
+  'field-soak': async () => (await import('./field-soak.mjs')).runFieldSoak({ durationMs: Math.max(10_000, Math.round((soak ? 30 * 60_000 : 60_000) * scale)) }),
   broker: async () => (await import('./broker.mjs')).runBroker({ restarts: SIZES.brokerRestarts }),
   powercut: async () => (await import('./powercut.mjs')).runPowerCuts({ cuts: SIZES.powerCuts, seed }),
   'mqtt-hostile': async () => (await import('./mqtt-hostile.mjs')).runMqttHostile({ bombs: SIZES.bombs, bigMessages: SIZES.bigMessages }),
