@@ -82,6 +82,38 @@ t.test('field console security', async (t) => {
     t.match(await page.locator('header').innerText(), /Logged in as\s+admin/, 'logged in as the certificate\'s CN');
   });
 
+  await t.test('keyboard only: log in, skip to the content, reach every view, log out', async (t) => {
+    const d = await startDaemon(t, { identities: users }, { http: 0, https: 1 });
+    const { page, context } = await openPage(browser);
+    t.teardown(() => context.close());
+    await page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
+    await page.getByLabel('User name').waitFor();
+    t.equal(await page.evaluate(() => document.activeElement?.getAttribute('name')), 'username', 'the user name field has the focus');
+    await page.keyboard.type('admin');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('Admin-pass1');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Status', level: 1 }).waitFor();
+    await page.keyboard.press('Tab');
+    t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content', 'the first stop is the skip link');
+    // Tab through the navigation: every view is a link reachable in order, Enter opens it.
+    const links = await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allInnerTexts();
+    const seen: string[] = [];
+    for (let i = 0; i < 20 && seen.length < links.length; i++) {
+      await page.keyboard.press('Tab');
+      const el = await page.evaluate(() => ({ tag: document.activeElement?.tagName, text: document.activeElement?.textContent ?? '', nav: !!document.activeElement?.closest('nav') }));
+      if (el.nav && el.tag === 'A') seen.push(el.text);
+    }
+    t.same(seen, links, `every view reached by Tab, in order: ${seen.join(', ')}`);
+    t.ok(seen.includes('Identities'));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: seen.at(-1)!, level: 1 }).waitFor();
+    t.pass(`Enter opened ${seen.at(-1)}`);
+    await page.getByRole('button', { name: 'Log out' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByText('You have logged out.').waitFor();
+  });
+
   await t.test('an expired session returns to the login view with a message', async (t) => {
     const d = await startDaemon(t, { identities: users, rest: { 'session.inactivity.interval': 1 } }, { http: 0, https: 1 });
     const origin = `https://127.0.0.1:${d.ports.https[0]}`;
