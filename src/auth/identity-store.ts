@@ -145,14 +145,17 @@ export class IdentityStore {
    * Verifies a password. An unknown identity or one without a password costs the same time as a
    * wrong password. A Kura SHA-256 (or weaker scrypt) hash is replaced on success.
    */
-  async verifyPassword(name: string, password: string): Promise<Identity | undefined> {
+  async verifyPassword(name: string, password: string, from = ''): Promise<Identity | undefined> {
     const id = this.identities.get(name);
+    // Fair queueing of the hash (HashLimiter): per known identity, every unknown name together; `from`
+    // is the client's address prefix.
+    const flow = { group: id ? `=${name}` : '?', key: from };
     if (!id || id.passwordHash === undefined || hashKind(id.passwordHash) === undefined) {
-      await this.hasher.dummyVerify(password);
+      await this.hasher.dummyVerify(password, flow);
       return undefined;
     }
     const stored = id.passwordHash;
-    if (!(await this.hasher.verify(password, stored))) return undefined;
+    if (!(await this.hasher.verify(password, stored, flow))) return undefined;
     if (needsRehash(stored)) {
       try {
         const fresh = await this.hasher.hash(password);

@@ -13,14 +13,14 @@ import type { PeerCertificate } from 'node:tls';
 import type { Config } from '../config/config.js';
 import type { ConsoleConfig, RestConfig } from './config.js';
 import type { Route } from '../http/server.js';
-import { HttpError, type ListenerInfo, type RequestContext } from '../http/context.js';
+import { HttpError, addressPrefix, type ListenerInfo, type RequestContext } from '../http/context.js';
 import type { Logger } from '../log.js';
 import { BasicCache } from './basic.js';
 import { IdentityStore, type Identity } from './identity-store.js';
 import { HashBusyError } from './password-hash.js';
 import { AuthProviderRegistry, type AuthProvider, type AuthRequest, type AuthResult, type IdentityView } from './provider.js';
 import { SessionStore, type Session } from './session-store.js';
-import { LoginThrottle } from './throttle.js';
+import { LoginThrottle, nameKey } from './throttle.js';
 import { certificateProvider, commonName } from './providers/certificate.js';
 import { basicProvider } from './providers/basic.js';
 import { SESSION_BASE, SESSION_COOKIE, XSRF_HEADER, sessionProvider } from './providers/session.js';
@@ -271,7 +271,7 @@ export class AuthLayer {
   async checkPassword(name: string, password: string, address: string, cached: boolean): Promise<PasswordCheck> {
     const wait = this.throttle.wait(name, address);
     if (wait > 0) {
-      this.log.info('password attempt refused: throttled', { identity: name, address, retryInMs: wait });
+      this.log.info('password attempt refused: throttled', { identity: name.slice(0, 64), address, retryInMs: wait });
       return { throttled: true };
     }
     this.identities.refreshIfChanged();
@@ -279,8 +279,14 @@ export class AuthLayer {
     const creds = { user: name, password };
     if (cached && before && this.basicCache.has(creds, before.credentials)) return { identity: before, throttled: false };
     let identity: Identity | undefined;
+    // A name that cannot be an identity (too long, bad characters) fails without spending a hash.
+    if (nameKey(name) !== name) {
+      this.throttle.failed(name, address);
+      this.log.info('password authentication failed: not an identity name', { identity: name.slice(0, 64), length: name.length, address });
+      return { throttled: false };
+    }
     try {
-      identity = await this.identities.verifyPassword(name, password);
+      identity = await this.identities.verifyPassword(name, password, addressPrefix(address));
     } catch (err) {
       if (!(err instanceof HashBusyError)) throw err;
       this.log.warn('password attempt refused: too many password checks in progress', { identity: name, address });

@@ -78,8 +78,9 @@ export function safeEqual(a: Buffer | string, b: Buffer | string): boolean {
   return crypto.timingSafeEqual(x, y);
 }
 
-/** Hashes allowed to wait for a turn; beyond that a password check is refused at once. */
+/** Hashes allowed to wait for a turn, in all and per flow; beyond that a password check is refused. */
 const MAX_WAITING = 32;
+const MAX_WAITING_PER_FLOW = 4;
 
 /** Thrown when too many password checks are already waiting (a flood): answered like a throttle. */
 export class HashBusyError extends Error {
@@ -89,12 +90,33 @@ export class HashBusyError extends Error {
 }
 
 /**
- * Bounds the memory and CPU password hashing can take: at most `max` scrypt computations at once
- * and `maxWaiting` queued; a flood of logins beyond that is refused instead of piling up.
+ * Who a hash is computed for, for fair queueing: `group` is the identity name when it exists ('?' for
+ * every unknown name, '' for the daemon's own hashing), `key` the client's address prefix.
+ */
+export interface HashFlow {
+  group: string;
+  key: string;
+}
+const OWN: HashFlow = { group: '', key: '' };
+
+interface Waiter {
+  go(): void;
+  fail(err: Error): void;
+}
+
+/**
+ * Bounds the memory and CPU password hashing can take: at most `max` scrypt computations at once.
+ * Waiting checks are served round-robin over groups (each known identity, all unknown names), and
+ * within a group over address prefixes: a wrong-password flood from many addresses, or against
+ * made-up names, cannot starve a known identity's check from another address. At most
+ * `MAX_WAITING_PER_FLOW` wait per flow; when `maxWaiting` are waiting, the newest waiter of the largest
+ * flow of the largest group is refused (HashBusyError).
  */
 export class HashLimiter {
   private active = 0;
-  private queue: (() => void)[] = [];
+  private waiting = 0;
+  // Insertion order is the round-robin order: a served group (and flow) moves to the back.
+  private groups = new Map<string, Map<string, Waiter[]>>();
   computed = 0;
 
   constructor(
@@ -102,19 +124,63 @@ export class HashLimiter {
     private readonly maxWaiting = MAX_WAITING,
   ) {}
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.max) {
-      if (this.queue.length >= this.maxWaiting) throw new HashBusyError();
-      await new Promise<void>((r) => this.queue.push(r));
-    }
-    this.active++;
+  async run<T>(fn: () => Promise<T>, flow: HashFlow = OWN): Promise<T> {
+    // A slot freed by a finished hash is handed straight to the next waiter (active stays counted).
+    if (this.active >= this.max) await this.enqueue(flow);
+    else this.active++;
     try {
       this.computed++;
       return await fn();
     } finally {
-      this.active--;
-      this.queue.shift()?.();
+      if (!this.next()) this.active--;
     }
+  }
+
+  private enqueue(flow: HashFlow): Promise<void> {
+    return new Promise((go, fail) => {
+      let g = this.groups.get(flow.group);
+      if (!g) this.groups.set(flow.group, (g = new Map()));
+      let q = g.get(flow.key);
+      if (!q) g.set(flow.key, (q = []));
+      if (q.length >= MAX_WAITING_PER_FLOW) return fail(new HashBusyError());
+      q.push({ go, fail });
+      if (++this.waiting > this.maxWaiting) this.shed();
+    });
+  }
+
+  /** Starts the oldest waiter of the first flow of the first group, and moves both to the back. */
+  private next(): boolean {
+    for (const [gk, g] of this.groups) {
+      for (const [fk, q] of g) {
+        this.waiting--;
+        const w = q.shift()!;
+        g.delete(fk);
+        if (q.length > 0) g.set(fk, q);
+        this.groups.delete(gk);
+        if (g.size > 0) this.groups.set(gk, g);
+        w.go();
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Refuses the newest waiter of the largest flow of the largest group. */
+  private shed(): void {
+    let big: [string, Map<string, Waiter[]>, number] | undefined;
+    for (const [gk, g] of this.groups) {
+      let n = 0;
+      for (const q of g.values()) n += q.length;
+      if (!big || n > big[2]) big = [gk, g, n];
+    }
+    const [gk, g] = big!;
+    let flow: [string, Waiter[]] | undefined;
+    for (const [fk, q] of g) if (!flow || q.length > flow[1].length) flow = [fk, q];
+    const [fk, q] = flow!;
+    this.waiting--;
+    q.pop()!.fail(new HashBusyError());
+    if (q.length === 0) g.delete(fk);
+    if (g.size === 0) this.groups.delete(gk);
   }
 }
 
@@ -137,10 +203,10 @@ export class PasswordHasher {
   }
 
   /** Verifies `password` against a stored hash of either form; an unusable hash never matches. */
-  async verify(password: string, stored: string): Promise<boolean> {
+  async verify(password: string, stored: string, flow?: HashFlow): Promise<boolean> {
     const s = parseScrypt(stored);
     if (s) {
-      const key = await this.limiter.run(() => scrypt(password, s.salt, s.logN, s.r, s.p, s.key.length));
+      const key = await this.limiter.run(() => scrypt(password, s.salt, s.logN, s.r, s.p, s.key.length), flow);
       return safeEqual(key, s.key);
     }
     if (hashKind(stored) === 'kura-sha256') return safeEqual(kuraSha256(password), stored);
@@ -151,8 +217,8 @@ export class PasswordHasher {
    * Spends the time of one verification for a name that has no usable password, so that an unknown
    * identity cannot be told from a wrong password by the response time.
    */
-  async dummyVerify(password: string): Promise<void> {
+  async dummyVerify(password: string, flow?: HashFlow): Promise<void> {
     this.dummy ??= `$scrypt$ln=${SCRYPT_LOG_N},r=${SCRYPT_R},p=${SCRYPT_P}$${crypto.randomBytes(SALT_BYTES).toString('base64')}$${crypto.randomBytes(KEY_BYTES).toString('base64')}`;
-    await this.verify(password, this.dummy);
+    await this.verify(password, this.dummy, flow);
   }
 }

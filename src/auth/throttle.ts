@@ -10,6 +10,8 @@
 // not reset an address that is guessing other names).
 
 import { monotonicMs } from './session-store.js';
+import { IDENTITY_NAME } from './config.js';
+import { addressPrefix } from '../http/context.js';
 
 const BASE_DELAY_MS = 250;
 /** Failures allowed before any delay: a typo or two costs nothing. */
@@ -18,7 +20,13 @@ const FREE_PER_IDENTITY = 2;
 const FREE_PER_ADDRESS = 10;
 /** Records forgotten after this long without a failure. */
 const FORGET_MS = 15 * 60_000;
+// Memory bound: at most MAX_RECORDS per table, each keyed by at most 64 characters (a name that cannot
+// be an identity shares one record; an address is its prefix): about 2 × 10,000 × 200 B = 4 MB.
 const MAX_RECORDS = 10_000;
+const NOT_A_NAME = '\0';
+
+/** The throttle's key for a name: itself, or one shared key for anything that cannot be an identity. */
+export const nameKey = (name: string): string => (IDENTITY_NAME.test(name) ? name : NOT_A_NAME);
 
 interface Attempts {
   failures: number;
@@ -40,16 +48,16 @@ export class LoginThrottle {
   wait(name: string, address: string): number {
     if (this.maxDelayMs <= 0) return 0;
     const t = this.now();
-    const a = this.live(this.byName, name, t);
-    const b = this.live(this.byAddress, address, t);
+    const a = this.live(this.byName, nameKey(name), t);
+    const b = this.live(this.byAddress, addressPrefix(address), t);
     return Math.max(0, (a?.until ?? 0) - t, (b?.until ?? 0) - t);
   }
 
   failed(name: string, address: string): void {
     if (this.maxDelayMs <= 0) return;
     const t = this.now();
-    this.bump(this.byName, name, t, FREE_PER_IDENTITY);
-    this.bump(this.byAddress, address, t, FREE_PER_ADDRESS);
+    this.bump(this.byName, nameKey(name), t, FREE_PER_IDENTITY);
+    this.bump(this.byAddress, addressPrefix(address), t, FREE_PER_ADDRESS);
   }
 
   succeeded(name: string): void {

@@ -5,6 +5,20 @@ import type { TLSSocket, PeerCertificate } from 'node:tls';
 import type { Params } from './router.js';
 import { RequestError } from '../core/errors.js';
 
+/**
+ * The part of a client address that one party controls: IPv4 whole (also IPv4-mapped IPv6), IPv6 its
+ * /64 (a single host usually has a whole /64 to pick addresses from).
+ */
+export function addressPrefix(address: string): string {
+  const a = address.replace(/%.*$/, '');
+  if (!a.includes(':')) return a;
+  if (/^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(a)) return a.slice(7);
+  const [head, tail] = a.split('::');
+  const h = head ? head.split(':') : [];
+  const g = tail === undefined ? h : [...h, ...Array(8).fill('0')].slice(0, 8 - (tail ? tail.split(':').length : 0));
+  return `${g.slice(0, 4).map((x) => parseInt(x || '0', 16).toString(16)).join(':')}::/64`;
+}
+
 /** Who the request was authenticated as, and how. */
 export interface Principal {
   name: string;

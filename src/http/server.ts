@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { Router, decodePath } from './router.js';
 import { RequestError } from '../core/errors.js';
 import { BodyGate } from './body.js';
-import { HttpError, RequestContext, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
+import { HttpError, RequestContext, addressPrefix, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
@@ -105,6 +105,8 @@ export const DEFAULT_LIMITS: ServerLimits = {
 interface Conn {
   served: boolean;
   busy: boolean;
+  /** The client's address prefix (addressPrefix). */
+  from: string;
 }
 const CONN = Symbol('conn');
 type Tracked = Socket & { [CONN]?: Conn; _parent?: Tracked };
@@ -116,6 +118,8 @@ export class HttpServer {
   private servers: { server: http.Server; info: ListenerInfo }[] = [];
   /** Open connections, oldest first (raw TCP sockets; a TLS request finds its own through `_parent`). */
   private sockets = new Map<Socket, Conn>();
+  /** Open connections per address prefix. */
+  private perPrefix = new Map<string, number>();
   readonly bodyGate: BodyGate;
 
   constructor(
@@ -196,14 +200,17 @@ export class HttpServer {
       });
       server.on('connection', (s: Tracked) => {
         s.setNoDelay(true);
-        if (this.sockets.size >= this.limits.maxConnections && !this.shed()) {
-          s.destroy();
-          return;
-        }
-        const c: Conn = { served: false, busy: false };
+        if (this.sockets.size >= this.limits.maxConnections) this.shed();
+        const c: Conn = { served: false, busy: false, from: addressPrefix(s.remoteAddress ?? '') };
         s[CONN] = c;
         this.sockets.set(s, c);
-        s.once('close', () => this.sockets.delete(s));
+        this.perPrefix.set(c.from, (this.perPrefix.get(c.from) ?? 0) + 1);
+        s.once('close', () => {
+          this.sockets.delete(s);
+          const n = this.perPrefix.get(c.from)! - 1;
+          if (n > 0) this.perPrefix.set(c.from, n);
+          else this.perPrefix.delete(c.from);
+        });
       });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -221,23 +228,23 @@ export class HttpServer {
   }
 
   /**
-   * Makes room for a new connection at `maxConnections`: drops the oldest connection that has not
-   * completed a request yet (slowloris, a slow body, a stalled TLS handshake), else the oldest idle
-   * keep-alive one. A client that sends its request promptly is served during such a flood; false
-   * when every connection is busy with a request (the new one is refused).
+   * Makes room for a new connection at `maxConnections`: drops the oldest connection that has not sent
+   * a request (slowloris, a stalled TLS handshake), else the oldest idle one — then a busy one — of
+   * the address prefix holding the most connections. A flood from some addresses cannot keep a prompt
+   * client from elsewhere out, nor end its request.
    */
-  private shed(): boolean {
+  private shed(): void {
+    let top = '';
+    let most = 0;
+    for (const [p, n] of this.perPrefix) if (n > most) (top = p), (most = n);
     let idle: Socket | undefined;
+    let busy: Socket | undefined;
     for (const [s, c] of this.sockets) {
-      if (!c.served) {
-        s.destroy();
-        this.sockets.delete(s);
-        return true;
-      }
-      if (!c.busy) idle ??= s;
+      if (s.destroyed) continue;
+      if (!c.served && !c.busy) return void s.destroy();
+      if (c.from === top) c.busy ? (busy ??= s) : (idle ??= s);
     }
-    idle?.destroy();
-    return idle !== undefined && this.sockets.delete(idle);
+    (idle ?? busy)?.destroy();
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse, info: ListenerInfo): Promise<void> {

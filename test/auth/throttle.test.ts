@@ -3,7 +3,16 @@
 // password works again once the bound has passed; a client certificate is never delayed.
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startDaemon } from '../helpers/daemon.js';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { ROOT, startDaemon } from '../helpers/daemon.js';
+import { LoginThrottle } from '../../src/auth/throttle.js';
+
+v8.setFlagsFromString('--expose-gc');
 import { Browser, basic } from '../helpers/session-client.js';
 import { haveOpenssl, makePki } from '../helpers/certs.js';
 
@@ -55,4 +64,53 @@ t.test('a correct client certificate is never delayed', { skip: !haveOpenssl() &
   t.equal((await d.request('/services/assets', opts)).status, 200, 'stateless certificate');
   const b = new Browser(d, opts);
   t.equal((await b.request(`${S}/login/certificate`, { method: 'POST' })).status, 200, 'certificate login');
+});
+
+// Issue 13 item 4: failed logins with distinct 15 KB names from a few hundred addresses filled the
+// throttle's tables with the names themselves until the heap (48 MB under the launcher) gave out.
+t.test('distinct 15 KB user names from 300 addresses: the throttle stays bounded, the daemon serves', async (t) => {
+  const flags = /^NODE_FLAGS="([^"]*)"/m.exec(fs.readFileSync(path.join(ROOT, 'rootfs/usr/bin/gatewayd'), 'utf8'))![1];
+  const d = await startDaemon(t, { identities: { foo: { password: 'Foo-pw-123' } } }, { env: { NODE_OPTIONS: flags } });
+  const post = (username: string, localAddress: string) =>
+    new Promise<number>((resolve) => {
+      const body = JSON.stringify({ username, password: 'wrong' });
+      const req = http.request({ host: '127.0.0.1', port: d.ports.http[0], localAddress, method: 'POST', path: `${S}/login/password`, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.setTimeout(60_000, () => req.destroy());
+      req.on('error', () => resolve(0));
+      req.end(body);
+    });
+  const big = 'n'.repeat(15_000);
+  let next = 0;
+  const answers = new Map<number, number>();
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < 3000) {
+        const i = next++;
+        const s = await post(`${big}${i}`, `127.6.${Math.floor((i % 300) / 250)}.${((i % 300) % 250) + 1}`);
+        answers.set(s, (answers.get(s) ?? 0) + 1);
+      }
+    }),
+  );
+  t.same([...answers.keys()], [401], `every attempt refused with 401 (${[...answers].map(([k, v]) => `${k}:${v}`).join(' ')})`);
+  t.equal(d.proc.exitCode, null, 'daemon alive');
+  t.equal((await tryLogin(d, 'foo', 'Foo-pw-123')).status, 200, 'the right password works');
+  t.ok(d.logs.every((l) => l.length < 1000), 'log lines do not carry the whole name');
+});
+
+t.test('the throttle tables hold no more than a bounded key per record', async (t) => {
+  const gc = vm.runInNewContext('gc') as () => void;
+  const th = new LoginThrottle(5000);
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  // Flat, distinct 15 KB strings, as a parsed request body gives them.
+  for (let i = 0; i < 5000; i++) th.failed(crypto.randomBytes(7500).toString('hex'), `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`);
+  for (let i = 0; i < 5000; i++) th.failed(`name${i}`, `2001:db8:1:2:${i.toString(16)}::1`);
+  gc();
+  const grown = process.memoryUsage().heapUsed - before;
+  t.ok(grown < 8 * 1024 * 1024, `heap grown by ${(grown / 1048576).toFixed(1)} MB for 10,000 failures (names of 15 KB: 75 MB if kept)`);
+  t.ok(th.wait('x', '2001:db8:1:2::77') > 0, 'an IPv6 client is throttled by its /64, whatever its host part');
+  t.equal(th.wait('x', '2001:db8:1:3::77'), 0, 'the next /64 is not');
 });
