@@ -17,6 +17,8 @@ export interface RestConfig {
   'login.throttle.max.delay': number;
   /** Bound of the session store (oldest idle sessions evicted first). Extension. */
   'session.max.count': number;
+  /** Sessions per identity; beyond it the identity's own least recently used one goes. Extension. */
+  'session.max.per.identity': number;
 }
 
 export interface ConsoleConfig {
@@ -49,6 +51,7 @@ export const validateRest = section<RestConfig>({
   'auth.certificate.stateless.enabled': [bool, true],
   'login.throttle.max.delay': [num({ int: true, min: 0, max: 600_000 }), 5000],
   'session.max.count': [num({ int: true, min: 1 }), 10_000],
+  'session.max.per.identity': [num({ int: true, min: 1 }), 32],
 });
 
 export const validateConsole = section<ConsoleConfig>({

@@ -19,7 +19,7 @@ import { BasicCache } from './basic.js';
 import { IdentityStore, type Identity } from './identity-store.js';
 import { HashBusyError } from './password-hash.js';
 import { AuthProviderRegistry, type AuthProvider, type AuthRequest, type AuthResult, type IdentityView } from './provider.js';
-import { SessionStore, type Session } from './session-store.js';
+import { SessionLimitError, SessionStore, type Session } from './session-store.js';
 import { LoginThrottle, nameKey } from './throttle.js';
 import { certificateProvider, commonName } from './providers/certificate.js';
 import { basicProvider } from './providers/basic.js';
@@ -89,7 +89,9 @@ export class AuthLayer {
     this.rest = config.rest;
     this.console = config.console;
     this.seeds = JSON.stringify(config.identities);
-    this.sessions = new SessionStore(config.rest['session.max.count'], config.rest['session.inactivity.interval']);
+    this.sessions = new SessionStore(config.rest['session.max.count'], config.rest['session.inactivity.interval'], undefined, config.rest['session.max.per.identity'], (name) =>
+      this.identities.get(name)?.permissions.includes('kura.admin') === true,
+    );
     this.throttle = new LoginThrottle(config.rest['login.throttle.max.delay']);
     this.builtins = {
       certificate: certificateProvider(),
@@ -141,6 +143,7 @@ export class AuthLayer {
     this.console = config.console;
     this.sessions.maxCount = config.rest['session.max.count'];
     this.sessions.inactivitySeconds = config.rest['session.inactivity.interval'];
+    this.sessions.maxPerIdentity = config.rest['session.max.per.identity'];
     this.throttle.maxDelayMs = config.rest['login.throttle.max.delay'];
     await this.identities.refresh();
   }
@@ -307,7 +310,14 @@ export class AuthLayer {
   createSession(ctx: RequestContext, identity: Identity, locked: boolean): { session: Session; cookie: string } {
     const old = ctx.locals[SESSION_LOCAL] as Session | undefined;
     if (old) this.sessions.invalidate(old);
-    const session = this.sessions.create(identity.name, identity.credentials, locked);
+    let session: Session;
+    try {
+      session = this.sessions.create(identity.name, identity.credentials, locked);
+    } catch (err) {
+      if (!(err instanceof SessionLimitError)) throw err;
+      this.log.warn('login refused: the session store is full of administrator sessions', { identity: identity.name });
+      throw new HttpError(503, 'Too many sessions: try again later');
+    }
     ctx.locals[SESSION_LOCAL] = session;
     // SameSite=Strict always, Secure when the login came over HTTPS (COMPATIBILITY.md).
     const cookie = `${SESSION_COOKIE}=${session.id}; Path=/; HttpOnly; SameSite=Strict${ctx.listener.secure ? '; Secure' : ''}`;

@@ -1,5 +1,6 @@
-// Cookie sessions (docs/rest-api.md "session/v1"; Kura's session provider): in memory, bounded,
-// oldest idle evicted first.
+// Cookie sessions (docs/rest-api.md "session/v1"; Kura's session provider): in memory, bounded in all
+// and per identity; the least recently used session of the identity holding the most is evicted first
+// (docs/configuration.md, rest section).
 
 import crypto from 'node:crypto';
 import { v4 as uuidv4 } from 'uuid';
@@ -21,28 +22,44 @@ export interface Session {
 /** Monotonic clock in milliseconds (wall-clock jumps must not expire or revive sessions). */
 export const monotonicMs = (): number => Number(process.hrtime.bigint() / 1_000_000n);
 
+/** Thrown when the store is full of sessions that may not be evicted for this login. */
+export class SessionLimitError extends Error {}
+
 export class SessionStore {
   // Map iteration order is insertion order; `touch` re-inserts, so the first entry is the least
   // recently active one — eviction and expiry sweeps start there.
   private sessions = new Map<string, Session>();
+  /** Sessions per identity. */
+  private counts = new Map<string, number>();
 
   constructor(
     public maxCount: number,
     /** Inactivity interval in seconds (rest.session.inactivity.interval); ≤ 0 disables expiry. */
     public inactivitySeconds: number,
     private readonly now: () => number = monotonicMs,
+    /** rest.session.max.per.identity: beyond it an identity's own least recently used session goes. */
+    public maxPerIdentity = Infinity,
+    /** Administrators' sessions are never evicted for another identity's logins. */
+    private readonly isAdmin: (user: string) => boolean = () => false,
   ) {}
 
   get size(): number {
     return this.sessions.size;
   }
 
+  /**
+   * Evicts for a new session of `user`: its own least recently used one beyond `maxPerIdentity`; when
+   * the store is full, the least recently used session of the identity holding the most (never another
+   * identity's administrator session: SessionLimitError when only those are left).
+   */
   create(user: string, credentials: number, locked: boolean): Session {
     this.sweep();
+    while ((this.counts.get(user) ?? 0) >= Math.max(1, this.maxPerIdentity) && this.evict(user));
     while (this.sessions.size >= this.maxCount) {
-      const oldest = this.sessions.keys().next().value;
-      if (oldest === undefined) break;
-      this.sessions.delete(oldest);
+      let victim: string | undefined;
+      let most = 0;
+      for (const [u, n] of this.counts) if (n > most && (u === user || !this.isAdmin(u))) (victim = u), (most = n);
+      if (victim === undefined || !this.evict(victim)) throw new SessionLimitError('too many sessions');
     }
     const s: Session = {
       id: crypto.randomBytes(16).toString('base64url'),
@@ -55,7 +72,13 @@ export class SessionStore {
       lastActivity: this.now(),
     };
     this.sessions.set(s.id, s);
+    this.counts.set(user, (this.counts.get(user) ?? 0) + 1);
     return s;
+  }
+
+  private evict(user: string): boolean {
+    for (const s of this.sessions.values()) if (s.user === user) return this.invalidate(s), true;
+    return false;
   }
 
   get(id: string | undefined): Session | undefined {
@@ -74,14 +97,18 @@ export class SessionStore {
   }
 
   invalidate(s: Session | string): void {
-    this.sessions.delete(typeof s === 'string' ? s : s.id);
+    const found = this.sessions.get(typeof s === 'string' ? s : s.id);
+    if (!found || !this.sessions.delete(found.id)) return;
+    const n = this.counts.get(found.user)! - 1;
+    if (n > 0) this.counts.set(found.user, n);
+    else this.counts.delete(found.user);
   }
 
   invalidateUser(user: string): number {
     let n = 0;
     for (const s of this.sessions.values()) {
       if (s.user === user) {
-        this.sessions.delete(s.id);
+        this.invalidate(s);
         n++;
       }
     }
@@ -92,7 +119,7 @@ export class SessionStore {
   sweep(): void {
     for (const s of this.sessions.values()) {
       if (!this.expired(s)) break;
-      this.sessions.delete(s.id);
+      this.invalidate(s);
     }
   }
 }
