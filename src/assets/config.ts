@@ -45,9 +45,10 @@ export function validateDrivers(raw: unknown, p: Problem[], registry: DriverRegi
 // spaces or control characters.
 export const NAME_RULE = /^[^/#+*?,\s\u0000-\u001f\u007f]{1,255}$/;
 const NAME_HINT = 'asset names are 1-255 characters without spaces, / # + * ? , or control characters';
-// Kura's channel name rule (reference §4.1): no `#`, `/`, `+`, `,` or space. Kura silently ignores a
-// key with a bad name; we report it (contract §2: nothing in the file is silently ignored). Other
-// whitespace and control characters are refused too: they cannot be told apart in a log line.
+// Kura's channel name rule (its asset configuration): no `#`, `/`, `+`, `,` or space. Kura silently
+// ignores a key with a bad name; we report it (docs/configuration.md: nothing in the file is
+// silently ignored). Other whitespace and control characters are refused too: they cannot be told
+// apart in a log line.
 export const CHANNEL_NAME_RULE = /^[^/#+,\s\u0000-\u001f\u007f]{1,255}$/;
 const CHANNEL_NAME_HINT = 'channel names are 1-255 characters without spaces, # / + , or control characters';
 
@@ -75,8 +76,8 @@ function validateChannel(
     driverProps[k] = v;
   }
   const at = (k: string) => join(path, k);
-  // Kura drops a channel without `+type` or `+value.type` from every listing (reference §4.1,
-  // check 47). We do the same, and say so, rather than guess a mode or a type.
+  // Kura drops a channel without `+type` or `+value.type` from every listing (its BaseAsset). We do
+  // the same, and say so, rather than guess a mode or a type.
   const missing = ['type', 'value.type'].filter((k) => raw[k] === undefined);
   if (missing.length > 0) {
     warning(p, path, `missing ${missing.join(' and ')}: the channel is left out, as Kura does`);
@@ -98,8 +99,8 @@ function validateChannel(
     deadband: raw.deadband === undefined ? 0 : num({ min: 0 })(raw.deadband, at('deadband'), p),
     driverProps,
   };
-  // Contract §5: no `unit` in descriptions and records when none is configured; an explicit ""
-  // is configured (Kura's descriptor shows "unit":"").
+  // No `unit` in descriptions and records when none is configured (docs/configuration.md); an
+  // explicit "" is configured (Kura's descriptor shows "unit":"").
   if (raw.unit !== undefined) ch.unit = str()(raw.unit, at('unit'), p);
   if (factory && typesOk) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props, ch.mode));
   return ch;

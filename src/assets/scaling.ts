@@ -1,6 +1,6 @@
-// Scale and offset, applied on reads only (kura/deploy-assets-messaging.md §4.1): only when
-// scale ≠ 1 or offset ≠ 0, only for numeric types. INTEGER and LONG truncate scale and offset to
-// integers first (Kura: `v*(int)scale + (int)offset`), so a scale of 0.5 on an INTEGER reads 0.
+// Scale and offset, applied on reads only (Kura's BaseAsset; docs/configuration.md "assets"): only
+// when scale ≠ 1 or offset ≠ 0, only for numeric types. INTEGER and LONG truncate scale and offset
+// to integers first (Kura: `v*(int)scale + (int)offset`), so a scale of 0.5 on an INTEGER reads 0.
 
 import type { ChannelConfig, TypedValue } from './types.js';
 import { toFloat32 } from './values.js';

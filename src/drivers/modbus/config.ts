@@ -52,7 +52,7 @@ export interface ModbusInstanceConfig {
   serial: SerialSettings;
   /** Milliseconds to wait for one response. */
   timeout: number;
-  /** Retries after the first attempt (contract §5). */
+  /** Retries after the first attempt (docs/drivers.md, `modbus.transaction.retry`). */
   retries: number;
   /** Unrequested registers (or bits) that may be read to merge two ranges into one request. */
   maxGap: number;
@@ -148,7 +148,8 @@ export function parseChannel(
   const table = r.enumOf('primary.table', TABLES, 'HOLDING_REGISTERS', true);
   const memoryAddress = r.int('memory.address', 1, 1, 65536);
   const bits = isBitTable(table);
-  // STRING and BYTE_ARRAY channels default to the STRING layout; everything else to INT16 (contract §2).
+  // STRING and BYTE_ARRAY channels default to the STRING layout; everything else to INT16
+  // (docs/drivers.md).
   const defType: DataType = valueType === 'STRING' || valueType === 'BYTE_ARRAY' ? 'STRING' : 'INT16';
   const dataType = r.enumOf('data.type', DATA_TYPES, defType, true);
   const order = r.enumOf('data.order', DATA_ORDERS, 'BIG_ENDIAN', true);
