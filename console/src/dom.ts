@@ -52,8 +52,9 @@ export function every(ms: number, fn: () => Promise<void> | void): () => void {
     if (!document.hidden) {
       try {
         await fn();
-      } catch {
-        // the view shows its own errors
+      } catch (e) {
+        // The view shows its own errors; a refusal (403) will not change by asking again.
+        if ((e as { status?: number }).status === 403) stopped = true;
       }
     }
     if (!stopped) timer = window.setTimeout(tick, ms);

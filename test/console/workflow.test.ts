@@ -171,6 +171,10 @@ t.test('technician workflow', async (t) => {
   await page.goto(`${origin}/console/#/packages`);
   await page.getByRole('alert').filter({ hasText: 'Access denied' }).waitFor();
   t.match(await page.getByRole('alert').innerText(), /rest\.deploy/, '403 view names the missing permission');
+  // A refusal is not asked again every refresh (each one would be an 'access denied' log line).
+  await new Promise((r) => setTimeout(r, 4500));
+  const denied = d.logs.filter((l) => /access denied/.test(l) && l.includes('/services/deploy/v2')).length;
+  t.ok(denied >= 1 && denied <= 2, `the packages view stopped asking after its 403 (${denied} refusals logged)`);
   await screenshot(page, 'forbidden');
 
   // Phone width: the asset view still fits (no horizontal scrolling of the page itself).
