@@ -2,6 +2,7 @@
 // `json` encoding (docs/mqtt.md "Encodings"), against a bare echo through the same broker (the ceiling). The
 // load generator and the echo are processes of their own.
 
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startMosquitto } from '../../test/helpers/mosquitto.js';
@@ -73,5 +74,55 @@ export async function mqttSection(res: Results, opt: Options): Promise<void> {
       `${n} sequential requests per repetition and side, alternating with the echo in blocks of ${n / 10}; bare json encoding, QoS 0`);
     res.add('MQTT', 'rtt-p99', 'ASSET-V1 EXEC/read round trip, p99 (one in flight)', 'ms', r.gw.p99, 'bare echo', r.echo.p99, goal);
     res.add('MQTT', 'rps', `ASSET-V1 EXEC/read requests/s (${WINDOW} in flight)`, 'req/s', r.gw.rps, 'bare echo', r.echo.rps);
+  });
+  await outboxWrites(res, opt);
+}
+
+/**
+ * Bytes and fsyncs gatewayd writes to files under `dir` during `ms`, counted by strace (write,
+ * pwrite64, writev, fsync, fdatasync, with each descriptor's path).
+ */
+async function traceWrites(pid: number, dir: string, ms: number): Promise<{ bytes: number; syncs: number }> {
+  const out = path.join(path.dirname(dir), `strace-${Date.now()}.txt`);
+  const st = spawn('strace', ['-f', '-qq', '-y', '-e', 'trace=write,pwrite64,writev,fsync,fdatasync', '-o', out, '-p', String(pid)], { stdio: 'ignore' });
+  await sleep(ms);
+  await new Promise<void>((resolve) => {
+    st.once('exit', () => resolve());
+    st.kill('SIGINT');
+  });
+  let bytes = 0;
+  let syncs = 0;
+  for (const line of fs.readFileSync(out, 'utf8').split('\n')) {
+    const m = /(write|pwrite64|writev|fsync|fdatasync)\(\d+<([^>]*)>.*?(?:= (\d+))?$/.exec(line);
+    if (!m || !m[2]!.startsWith(dir)) continue;
+    if (m[1]!.includes('sync')) syncs++;
+    else bytes += Number(m[3] ?? 0);
+  }
+  fs.rmSync(out, { force: true });
+  return { bytes, syncs };
+}
+
+/** Issue 16 item 7: telemetry at a 100 ms poll writes nothing to dataDir while the broker acknowledges. */
+async function outboxWrites(res: Results, opt: Options): Promise<void> {
+  const what = 'bytes written to dataDir per hour of telemetry (100 ms poll), broker connected';
+  const baseline = 'the same with the broker down (store-and-forward)';
+  if (spawnSync('strace', ['-V']).error) return res.notMeasured('MQTT', 'outbox-writes', what, baseline, 'strace is not installed');
+  await withScope(async (scope) => {
+    const broker = await startMosquitto();
+    scope.teardown(() => broker.close());
+    const { config } = await demoConfig();
+    config.assets[ASSET]['poll.interval'] = 100;
+    config.mqtt = { enabled: true, 'broker-url': broker.url, 'client-id': 'gatewayd', 'payload.encoding': 'json' };
+    const gw = await startGatewayd(scope, config);
+    const dataDir = path.join(gw.dir, 'data');
+    const ms = (opt.quick ? 5 : 20) * 1000;
+    const perHour = (x: number) => Math.round((x / ms) * 3_600_000);
+    await sleep(3000); // connected, and what was stored before the first connection acknowledged
+    const on = await traceWrites(gw.pid, dataDir, ms);
+    await broker.stop();
+    await sleep(2000);
+    const off = await traceWrites(gw.pid, dataDir, ms);
+    res.add('MQTT', 'outbox-writes', what, 'B/h', [perHour(on.bytes)], baseline, [perHour(off.bytes)], { op: '<=', value: 0.01, text: '≤ 1 % of offline' },
+      `strace of write/fsync on files under dataDir for ${ms / 1000} s each: connected ${on.syncs} fsyncs, offline ${off.syncs} fsyncs (${perHour(off.syncs)}/h); before store-and-forward every message cost a write and an fsync while connected too`);
   });
 }

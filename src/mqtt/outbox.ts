@@ -1,16 +1,22 @@
 // The QoS 1 outbox: telemetry waiting for a PUBACK, kept in dataDir so it survives broker outages
-// and restarts of the daemon.
+// and restarts of the daemon (docs/mqtt.md "Telemetry").
+//
+// Flash-friendly: while the broker is connected and acknowledging (`setOnline(true)`), a message
+// lives only in memory; if its PUBACK comes within `ackLagMs` it is never written at all. What is
+// not acknowledged by then, and everything pending when the connection drops (`setOnline(false)`),
+// while offline, or at close, is written: batched, one write and one fsync per batch. `enqueue()`
+// resolves once the message is safe: on disk, or acknowledged by the broker. So a power cut loses
+// nothing that `enqueue()` reported safe; it may lose messages of the last `ackLagMs` that were in
+// flight to a connected broker and reported to nobody.
 //
 // Storage: one append-only log, `outbox.log`, of framed records
 //   [u32 length][u32 crc32 of the body][body]
 //   body = ADD  0x01 seq:u64 qos:u8 topicLength:u16 topic payload
 //        | DONE 0x02 seq:u64            (acknowledged by the broker, or dropped)
-// Writes are batched: records collect in memory for `flushDelayMs` and go out with one write and one
-// fsync, so flash sees one sync per batch, not per message. `enqueue()` resolves once its record is
-// on disk. After a power cut the log is read up to the first torn or corrupt record, and the file is
+// After a power cut the log is read up to the first torn or corrupt record, and the file is
 // truncated there: everything that was fsynced is kept, nothing half-written is ever taken for data.
 // When most of the log is dead weight it is rewritten atomically (temp file, fsync, rename, fsync of
-// the folder) with only the pending messages.
+// the folder) with only the pending messages that were on disk.
 //
 // Bounded: with more than `maxMessages` pending, the oldest are dropped first and counted.
 
@@ -26,6 +32,13 @@ export interface OutboxMessage {
   topic: string;
   payload: Buffer;
   qos: 0 | 1;
+}
+
+interface Entry extends OutboxMessage {
+  /** Its ADD record is written (or buffered to be): acknowledging it then costs a DONE record. */
+  stored?: boolean;
+  since?: number;
+  safe?: { resolve: () => void; reject: (e: Error) => void };
 }
 
 const ADD = 1;
@@ -64,8 +77,10 @@ export interface OutboxOptions {
   dir: string;
   maxMessages: number;
   log: Logger;
-  /** How long records collect before one write + fsync (ms). */
+  /** How long records collect before one write + fsync (ms, default 1000: at most one fsync a second). */
   flushDelayMs?: number;
+  /** Online: a message not acknowledged within this time is written after all (ms, default 2000). */
+  ackLagMs?: number;
 }
 
 export interface OutboxStats {
@@ -74,14 +89,20 @@ export interface OutboxStats {
   recoveredBytesDiscarded: number;
   /** fsyncs of the log so far (batching keeps this far below the message count). */
   syncs: number;
+  /** Bytes written to the log so far (0 while connected and acknowledged in time). */
+  bytesWritten: number;
 }
 
 export class Outbox {
   private readonly file: string;
-  private pending = new Map<bigint, OutboxMessage>();
+  private pending = new Map<bigint, Entry>();
   private nextSeq = 1n;
   private buffered: Buffer[] = [];
-  private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  /** Messages whose ADD record is in `buffered`: safe once it is written. */
+  private waiters: Entry[] = [];
+  private online = false;
+  private lagTimer?: NodeJS.Timeout;
+  private bytesWritten = 0;
   private flushTimer?: NodeJS.Timeout;
   private chain: Promise<void> = Promise.resolve();
   private fh?: fsp.FileHandle;
@@ -131,7 +152,7 @@ export class Outbox {
         const tlen = body.readUInt16BE(10);
         if (12 + tlen > len) break;
         const qos = body[9] === 0 ? 0 : 1;
-        this.pending.set(seq, { seq, qos, topic: body.subarray(12, 12 + tlen).toString('utf8'), payload: Buffer.from(body.subarray(12 + tlen)) });
+        this.pending.set(seq, { seq, qos, topic: body.subarray(12, 12 + tlen).toString('utf8'), payload: Buffer.from(body.subarray(12 + tlen)), stored: true });
       } else if (body[0] === DONE) {
         this.pending.delete(seq);
       } else {
@@ -154,24 +175,74 @@ export class Outbox {
     this.enforceBound();
   }
 
-  /** Adds a message; resolves when it is durable on disk. */
+  /** Adds a message; resolves when it is safe (on disk, or acknowledged by the broker). */
   enqueue(topic: string, payload: Buffer, qos: 0 | 1 = 1): Promise<void> {
     if (this.closed) return Promise.reject(new Error('outbox closed'));
-    const m: OutboxMessage = { seq: this.nextSeq++, topic, payload, qos };
+    const m: Entry = { seq: this.nextSeq++, topic, payload, qos, since: Date.now() };
     this.pending.set(m.seq, m);
-    this.buffered.push(addRecord(m));
+    const p = new Promise<void>((resolve, reject) => (m.safe = { resolve, reject }));
+    if (this.online) this.scheduleLagCheck();
+    else this.store(m);
     this.enforceBound();
-    const p = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    this.scheduleFlush();
     for (const l of this.listeners) l();
     return p;
   }
 
   /** Marks a message delivered (PUBACK received). */
   ack(seq: bigint): void {
-    if (!this.pending.delete(seq)) return;
-    this.buffered.push(doneRecord(seq));
+    const m = this.pending.get(seq);
+    if (!m) return;
+    this.pending.delete(seq);
+    if (m.stored) {
+      this.buffered.push(doneRecord(seq));
+      this.scheduleFlush();
+    } else this.settle(m);
+  }
+
+  /**
+   * Connected to a broker that acknowledges (true), or not (false: whatever is only in memory is
+   * written now, and later messages as they come).
+   */
+  setOnline(online: boolean): void {
+    this.online = online;
+    if (online) return this.scheduleLagCheck();
+    clearTimeout(this.lagTimer);
+    this.lagTimer = undefined;
+    if (this.storeAll((m) => !m.stored)) void this.flush();
+  }
+
+  private settle(m: Entry, err?: Error): void {
+    const s = m.safe;
+    m.safe = undefined;
+    if (err) s?.reject(err);
+    else s?.resolve();
+  }
+
+  /** Buffers the message's ADD record for the next batch. */
+  private store(m: Entry): void {
+    if (m.stored) return;
+    m.stored = true;
+    this.buffered.push(addRecord(m));
+    this.waiters.push(m);
     this.scheduleFlush();
+  }
+
+  private storeAll(which: (m: Entry) => boolean): boolean {
+    let n = 0;
+    for (const m of this.pending.values()) if (which(m)) (this.store(m), n++);
+    return n > 0;
+  }
+
+  /** While online: writes what waited for its PUBACK longer than ackLagMs, in one batch. */
+  private scheduleLagCheck(): void {
+    if (this.lagTimer || this.closed) return;
+    const lag = this.opts.ackLagMs ?? 2000;
+    this.lagTimer = setTimeout(() => {
+      this.lagTimer = undefined;
+      const old = Date.now() - lag;
+      this.storeAll((m) => !m.stored && m.since! <= old);
+      for (const m of this.pending.values()) if (!m.stored) return this.scheduleLagCheck();
+    }, Math.max(10, lag / 2));
   }
 
   /** Pending messages, oldest first (a live iterator over the queue). */
@@ -186,17 +257,18 @@ export class Outbox {
   }
 
   stats(): OutboxStats {
-    return { pending: this.pending.size, dropped: this.dropped, recoveredBytesDiscarded: this.discarded, syncs: this.syncs };
+    return { pending: this.pending.size, dropped: this.dropped, recoveredBytesDiscarded: this.discarded, syncs: this.syncs, bytesWritten: this.bytesWritten };
   }
 
   private enforceBound(): void {
     const over = this.pending.size - this.opts.maxMessages;
     if (over <= 0) return;
     let n = 0;
-    for (const seq of this.pending.keys()) {
+    for (const m of this.pending.values()) {
       if (n >= over) break;
-      this.pending.delete(seq);
-      this.buffered.push(doneRecord(seq));
+      this.pending.delete(m.seq);
+      if (m.stored) this.buffered.push(doneRecord(m.seq));
+      else this.settle(m);
       n++;
     }
     // Log the first drop of a run and then every thousandth, not every message.
@@ -213,7 +285,7 @@ export class Outbox {
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined;
       void this.flush();
-    }, this.opts.flushDelayMs ?? 50);
+    }, this.opts.flushDelayMs ?? 1000);
   }
 
   /** Writes everything buffered with one write and one fsync. */
@@ -231,11 +303,11 @@ export class Outbox {
           else await this.append(records);
         }
         this.needsRewrite = false;
-        for (const w of waiters) w.resolve();
+        for (const w of waiters) this.settle(w);
       } catch (err) {
         this.needsRewrite = true;
         this.opts.log.error('mqtt outbox: cannot write to dataDir', { file: this.file, error: (err as Error).message });
-        for (const w of waiters) w.reject(err as Error);
+        for (const w of waiters) this.settle(w, err as Error);
       }
     });
     return this.chain;
@@ -243,8 +315,10 @@ export class Outbox {
 
   private async append(records: Buffer[]): Promise<void> {
     if (!this.fh) throw new Error('outbox not open');
-    await this.fh.write(Buffer.concat(records));
+    const buf = Buffer.concat(records);
+    await this.fh.write(buf);
     await this.fh.sync();
+    this.bytesWritten += buf.length;
     this.syncs++;
     this.fileRecords += records.length;
   }
@@ -256,10 +330,12 @@ export class Outbox {
   }
 
   private async compact(): Promise<void> {
-    const live = [...this.pending.values()].map(addRecord);
+    const live = [...this.pending.values()].filter((m) => m.stored).map(addRecord);
     await this.fh?.close();
     this.fh = undefined;
-    await writeFileAtomic(this.file, Buffer.concat(live));
+    const buf = Buffer.concat(live);
+    await writeFileAtomic(this.file, buf);
+    this.bytesWritten += buf.length;
     this.syncs++;
     this.fh = await fsp.open(this.file, 'a', 0o600);
     this.fileRecords = live.length;
@@ -268,6 +344,10 @@ export class Outbox {
   /** Flushes and closes the file. Pending messages stay on disk for the next start. */
   async close(): Promise<void> {
     if (this.closed) return;
+    clearTimeout(this.lagTimer);
+    this.lagTimer = undefined;
+    // What is only in memory goes to disk for the next start.
+    this.storeAll((m) => !m.stored);
     await this.flush();
     this.closed = true;
     await this.chain;

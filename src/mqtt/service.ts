@@ -236,6 +236,9 @@ export class MqttService {
       return;
     }
     client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, envelope, topic, payload));
+    // Flash-friendly outbox: telemetry acknowledged while connected is never written (outbox.ts).
+    client.on('connect', () => this.outbox?.setOnline(true));
+    client.on('offline', () => this.outbox?.setOnline(false));
     this.client = client;
     this.envelope = envelope;
     this.cursor = undefined;
@@ -339,6 +342,7 @@ export class MqttService {
 
   private async disconnect(): Promise<void> {
     clearTimeout(this.birthTimer);
+    this.outbox?.setOnline(false);
     const client = this.client;
     this.client = undefined;
     this.envelope = undefined;

@@ -135,3 +135,74 @@ t.test('enqueue after close is refused', async (t) => {
   await a.close();
   await t.rejects(a.enqueue('x', Buffer.from('y')), /closed/);
 });
+
+// ---- flash-friendly: online, nothing acknowledged in time is written ----
+
+async function openOnline(dir: string, ackLagMs = 100): Promise<Outbox> {
+  const o = new Outbox({ dir, maxMessages: 1000, log: silentLogger, flushDelayMs: 5, ackLagMs });
+  await o.open();
+  o.setOnline(true);
+  return o;
+}
+
+t.test('online and acknowledged in time: nothing is written; enqueue resolves on the PUBACK', async (t) => {
+  const dir = tempDir(t);
+  const a = await openOnline(dir, 60_000);
+  const safe = Array.from({ length: 500 }, (_, i) => a.enqueue('t', Buffer.from(String(i))));
+  for (const m of [...a.messages()]) a.ack(m.seq);
+  await Promise.all(safe);
+  await a.flush();
+  t.same([a.stats().bytesWritten, a.stats().syncs, a.fileSize()], [0, 0, 0], '500 messages, no byte written, no fsync');
+  await a.close();
+  t.equal(fs.statSync(path.join(dir, 'outbox.log')).size, 0);
+});
+
+t.test('online, acknowledgements lag: written after ackLagMs in one batch, and kept over a power cut', async (t) => {
+  const dir = tempDir(t);
+  const a = await openOnline(dir, 100);
+  let resolved = 0;
+  const safe = Array.from({ length: 50 }, (_, i) => a.enqueue('lag', Buffer.from(String(i))).then(() => resolved++));
+  await new Promise((r) => setTimeout(r, 20));
+  t.equal(a.stats().bytesWritten, 0, 'not yet written');
+  await Promise.all(safe);
+  t.equal(resolved, 50);
+  t.ok(a.stats().syncs >= 1 && a.stats().syncs <= 2, `${a.stats().syncs} fsync(s) for 50 messages`);
+  const b = await open(dir); // power cut: a second reader of the same files
+  t.equal(list(b).length, 50, 'every message reported safe is on disk');
+  await b.close();
+  // Acknowledged now: DONE records, and a restart finds nothing pending.
+  for (const m of [...a.messages()]) a.ack(m.seq);
+  await a.close();
+  const c = await open(dir);
+  t.same(list(c), []);
+  await c.close();
+});
+
+t.test('the connection drops: what is only in memory is written at once; offline writes as it comes', async (t) => {
+  const dir = tempDir(t);
+  const a = await openOnline(dir, 60_000);
+  const first = Array.from({ length: 10 }, (_, i) => a.enqueue('drop', Buffer.from(`a${i}`)));
+  a.ack([...a.messages()][0]!.seq); // delivered before the drop: never written
+  a.setOnline(false);
+  await Promise.all(first);
+  await a.enqueue('drop', Buffer.from('offline'));
+  const b = await open(dir); // power cut while offline
+  t.same(list(b), [...Array.from({ length: 9 }, (_, i) => `drop:a${i + 1}`), 'drop:offline']);
+  await b.close();
+  // Back online: the stored ones are acknowledged with DONE records, new ones stay in memory.
+  a.setOnline(true);
+  for (const m of [...a.messages()]) a.ack(m.seq);
+  await a.flush();
+  const before = a.stats().bytesWritten;
+  const late = a.enqueue('drop', Buffer.from('late'));
+  a.ack([...a.messages()].pop()!.seq);
+  await late;
+  await a.flush();
+  t.equal(a.stats().bytesWritten, before, 'acknowledged in time: not written');
+  // Closing writes what is only in memory, for the next start.
+  void a.enqueue('drop', Buffer.from('at-close'));
+  await a.close();
+  const c = await open(dir);
+  t.same(list(c), ['drop:at-close']);
+  await c.close();
+});
