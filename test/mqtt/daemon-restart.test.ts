@@ -40,7 +40,8 @@ t.test('outbox survives SIGKILL of the daemon', mosquittoSkip(), async (t) => {
   await until(() => got.size >= 3, 8000, 'telemetry before the outage');
 
   await broker.stop();
-  await new Promise((r) => setTimeout(r, 800));
+  // Offline telemetry is written in batches of about a second (src/mqtt/outbox.ts): wait for two.
+  await new Promise((r) => setTimeout(r, 2500));
   d1.proc.kill('SIGKILL');
   await d1.exited;
 
