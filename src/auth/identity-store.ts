@@ -1,6 +1,7 @@
-// The persistent identity store of contract §2: `<dataDir>/identities.json`, written atomically,
-// seeded from the `identities` section the first time (when the file does not exist), the truth after
-// that. Changed through the session and identity APIs and `gatewayd passwd`.
+// The persistent identity store (docs/configuration.md "identities"): `<dataDir>/identities.json`,
+// written atomically, seeded from the `identities` section the first time (when the file does not
+// exist), the truth after that. Changed through the session and identity APIs and `gatewayd
+// passwd`.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,14 +16,14 @@ export const IDENTITY_FORMAT_VERSION = 1;
 
 export interface Identity {
   readonly name: string;
-  /** Absent: password authentication is off (certificate-only identity, contract §5). */
+  /** Absent: password authentication is off (certificate-only identity, docs/configuration.md). */
   readonly passwordHash?: string;
   readonly permissions: readonly string[];
   readonly passwordChangeNeeded: boolean;
   /**
-   * Stamp of the credentials, as Kura's credential hash in the session (§6.1 step 6): it changes
-   * when the password is set or removed and when the identity is re-created. In memory only — a
-   * restart drops sessions anyway.
+   * Stamp of the credentials, as Kura's credential hash in the session: it changes when the
+   * password is set or removed and when the identity is re-created. In memory only — a restart
+   * drops sessions anyway.
    */
   readonly credentials: number;
 }
