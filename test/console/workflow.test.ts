@@ -156,6 +156,18 @@ t.test('technician workflow', async (t) => {
   await page.getByText('Permissions of nightshift saved.').waitFor();
   t.match(await row('nightshift').locator('td').first().innerText(), /^rest\.assets, rest\.system/, 'permission added');
   await screenshot(page, 'identities');
+  // Force a password change, then delete (a second identity, so the night shift keeps its own).
+  await page.getByLabel('Name', { exact: true }).fill('contractor');
+  await page.getByLabel('Initial password').fill('Contractor42');
+  await page.getByLabel('Must change the password at the first login').uncheck();
+  await page.getByRole('button', { name: 'Create identity' }).click();
+  await row('contractor').waitFor();
+  await page.getByRole('button', { name: 'Force contractor to change the password' }).click();
+  await row('contractor').getByText('must change at next login').waitFor();
+  page.once('dialog', (dlg) => dlg.accept());
+  await page.getByRole('button', { name: 'Delete contractor' }).click();
+  await page.getByText('contractor deleted.').waitFor();
+  t.equal(await row('contractor').count(), 0, 'forced to change, then deleted');
 
   // Log out.
   await page.getByRole('button', { name: 'Log out' }).click();
