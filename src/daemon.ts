@@ -13,7 +13,7 @@ import { openDataDir } from './store/datadir.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
 import { AssetRuntime, DriverPool } from './assets/service.js';
-import { mountAssetsApi } from './api/assets.js';
+import { assetsFamily } from './api/assets.js';
 import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
 import { mountIdentityApi } from './api/identity.js';
@@ -102,7 +102,7 @@ export class Daemon {
     mountIdentityApi(http, auth);
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
-    mountAssetsApi(http, { assets: this.assets, log });
+    this.mount(assetsFamily(this.assets));
     this.mount(assetV1Family(this.assets));
     this.mount(assetStatusFamily(this.assets));
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.

@@ -8,7 +8,8 @@ import t from 'tap';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import { HttpServer } from '../../src/http/server.js';
-import { mountAssetsApi } from '../../src/api/assets.js';
+import { assetsFamily } from '../../src/api/assets.js';
+import { mountRest } from '../../src/core/rest.js';
 import { valueText } from '../../src/assets/values.js';
 import { silentLogger } from '../../src/log.js';
 import { encodeKuraPayload } from '../../src/mqtt/kura-payload.js';
@@ -49,7 +50,7 @@ t.test('the same write over REST and ASSET-V1 in every encoding', mosquittoSkip(
     },
   ]);
   const http = new HttpServer(silentLogger);
-  mountAssetsApi(http, { assets: runtime, log: silentLogger });
+  mountRest(http, assetsFamily(runtime), { permissionsOf: () => [] });
   await http.listen([{ port: 0, kind: 'http' }], '127.0.0.1');
   const ports = { http: http.listeners().map((l) => l.port), https: [], clientAuth: [] };
   const broker = await startMosquitto();
