@@ -3,7 +3,7 @@
 // Attacks a running gatewayd (the built dist/gatewayd.js) part by part and prints one table:
 // cases tried, failures, 5xx answers, crashes, bytes of state lost, RSS before/after.
 //
-//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,field-soak,broker,powercut,mqtt-hostile,trickle] [--seed=N] [--scale=F]
+//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,field-soak,broker,powercut,mqtt-hostile,trickle,channel-flood] [--seed=N] [--scale=F]
 //
 // Exit status 1 when any part has a failure (or could not run under CI=true), 0 otherwise.
 // A part whose capability or peer is missing is reported as NOT RUN with the reason, never faked.
@@ -21,8 +21,8 @@ const scale = Number(args.find((a) => a.startsWith('--scale='))?.slice(8) ?? 1);
 const SIZES = Object.fromEntries(
   Object.entries(
     soak
-      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10 }
-      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3 },
+      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10, channelFloods: 2000 }
+      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3, channelFloods: 200 },
   ).map(([k, v]) => [k, Math.max(1, Math.round(v * scale))]),
 );
 
@@ -36,6 +36,7 @@ const PARTS = {
   powercut: async () => (await import('./powercut.mjs')).runPowerCuts({ cuts: SIZES.powerCuts, seed }),
   'mqtt-hostile': async () => (await import('./mqtt-hostile.mjs')).runMqttHostile({ bombs: SIZES.bombs, bigMessages: SIZES.bigMessages }),
   trickle: async () => (await import('./trickle.mjs')).runTrickle(),
+  'channel-flood': async () => (await import('./channel-flood.mjs')).runChannelFlood({ requests: SIZES.channelFloods }),
 };
 const selected = partsArg ? partsArg.split(',') : Object.keys(PARTS);
 
