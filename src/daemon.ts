@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import tls from 'node:tls';
 import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
@@ -145,8 +146,19 @@ export class Daemon {
       specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));
       if (h['https.client.auth.ports'].length > 0) {
         const ts = h['https.truststore'];
-        if (ts && fs.existsSync(ts)) {
+        const crl = h['https.truststore.crl'];
+        let revoked: Buffer | undefined;
+        try {
+          revoked = crl ? readCrl(crl) : undefined;
+        } catch (err) {
+          // A revocation list that cannot be used must not let revoked certificates in: fail closed.
+          this.log.error('client-auth ports not opened: CRL unusable', { ports: h['https.client.auth.ports'].join(','), crl, error: (err as Error).message });
+        }
+        if (crl && !revoked) {
+          // The ports stay closed (logged above).
+        } else if (ts && fs.existsSync(ts)) {
           tls.ca = fs.readFileSync(ts);
+          tls.crl = revoked;
           specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
         } else {
           // A device may be provisioned incompletely (docs/configuration.md "`http`: listeners"): do not stop the daemon for it.
@@ -155,6 +167,22 @@ export class Daemon {
       }
     }
     await this.http.listen(specs, h['bind.address'], tls);
+  }
+
+  /**
+   * The CRL is re-read at every reload (an operator revokes a certificate by replacing the file); one
+   * that cannot be used keeps the previous one in force. Returns the path in force.
+   */
+  private reloadCrl(file: string): string {
+    if (!this.http.listeners().some((l) => l.clientAuth)) return file;
+    try {
+      this.http.setCrl(file ? readCrl(file) : undefined);
+      this.log.info('certificate revocation list loaded', { crl: file || '(none)' });
+      return file;
+    } catch (err) {
+      this.log.error('CRL not reloaded: keeping the previous one', { crl: file, error: (err as Error).message });
+      return this.config.http['https.truststore.crl'];
+    }
   }
 
   /**
@@ -170,11 +198,12 @@ export class Daemon {
       this.log.error('reload refused: keeping the running configuration', { file: this.config.file, problems: errors.length });
       return false;
     }
-    if (JSON.stringify(config.http) !== JSON.stringify(this.config.http) || config.dataDir !== this.config.dataDir) {
+    const crl = config.http['https.truststore.crl'];
+    if (JSON.stringify({ ...config.http, 'https.truststore.crl': '' }) !== JSON.stringify({ ...this.config.http, 'https.truststore.crl': '' }) || config.dataDir !== this.config.dataDir) {
       this.log.warn('http and dataDir changes take effect after a restart');
-      config.http = this.config.http;
       config.dataDir = this.config.dataDir;
     }
+    config.http = { ...this.config.http, 'https.truststore.crl': this.reloadCrl(crl) };
     this.config = config;
     this.log.setLevel(config.logLevel);
     for (const c of this.components) {
@@ -204,4 +233,12 @@ export class Daemon {
     })();
     return this.stopping;
   }
+}
+
+/** Reads a PEM revocation list file and checks that TLS accepts it (throws with the reason). */
+function readCrl(file: string): Buffer {
+  const crl = fs.readFileSync(file);
+  if (!crl.includes('-----BEGIN X509 CRL-----')) throw new Error('no PEM X509 CRL in the file');
+  tls.createSecureContext({ crl });
+  return crl;
 }

@@ -61,7 +61,7 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   const dataDir = resolve(obj.dataDir === undefined ? '/var/lib/gatewayd' : str({ nonEmpty: true })(obj.dataDir, 'dataDir', p));
   const logLevel = obj['log.level'] === undefined ? 'info' : oneOf(LEVELS)(obj['log.level'], 'log.level', p);
   const httpCfg = validateHttp(obj.http, 'http', p);
-  for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore'] as const) httpCfg[k] = resolve(httpCfg[k]);
+  for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl'] as const) httpCfg[k] = resolve(httpCfg[k]);
   const rest = validateRest(obj.rest, 'rest', p);
   const consoleCfg = validateConsole(obj.console, 'console', p);
   const identities =

@@ -11,6 +11,8 @@ export interface HttpConfig {
   'https.keystore.cert': string;
   'https.keystore.key': string;
   'https.truststore': string;
+  /** Certificate revocation lists (PEM) for client-auth ports; re-read on reload. */
+  'https.truststore.crl': string;
   'bind.address': string;
   /** Hardening limits (docs/configuration.md): open connections, body deadline (ms), anonymous body reads. */
   'max.connections': number;
@@ -27,6 +29,7 @@ export const validateHttp = section<HttpConfig>({
   'https.keystore.cert': [str(), ''],
   'https.keystore.key': [str(), ''],
   'https.truststore': [str(), ''],
+  'https.truststore.crl': [str(), ''],
   'bind.address': [str({ nonEmpty: true }), '0.0.0.0'],
   'max.connections': [num({ int: true, min: 1, max: 65_535 }), 256],
   'body.timeout': [num({ int: true, min: 100, max: 300_000 }), 20_000],
@@ -52,5 +55,7 @@ export function checkHttp(h: HttpConfig, p: Problem[]): void {
   if (h['https.client.auth.ports'].length > 0) {
     if (h['https.truststore'] === '') warning(p, 'http.https.truststore', 'not set: client-auth ports will not be opened');
     else if (!fs.existsSync(h['https.truststore'])) warning(p, 'http.https.truststore', `file not found: ${h['https.truststore']}: client-auth ports will not be opened`);
+    const crl = h['https.truststore.crl'];
+    if (crl !== '' && !fs.existsSync(crl)) warning(p, 'http.https.truststore.crl', `file not found: ${crl}: client-auth ports will not be opened`);
   }
 }

@@ -54,6 +54,8 @@ export interface TlsMaterial {
   key: string | Buffer;
   /** Truststore for client-auth listeners. */
   ca?: string | Buffer;
+  /** Revocation lists checked for client certificates (every CA of the chain needs one). */
+  crl?: string | Buffer;
 }
 
 export interface ListenSpec {
@@ -115,7 +117,7 @@ export class HttpServer {
   readonly routes = new Router<Route>();
   readonly stages: Stage[] = [];
   readonly filters: ResponseFilter[] = [];
-  private servers: { server: http.Server; info: ListenerInfo }[] = [];
+  private servers: { server: http.Server; info: ListenerInfo; tls?: https.ServerOptions }[] = [];
   /** Open connections, oldest first (raw TCP sockets; a TLS request finds its own through `_parent`). */
   private sockets = new Map<Socket, Conn>();
   /** Open connections per address prefix. */
@@ -146,6 +148,19 @@ export class HttpServer {
     return this;
   }
 
+  /**
+   * Replaces the revocation lists of the client-auth listeners (reload): new handshakes use them,
+   * connections already open keep theirs.
+   */
+  setCrl(crl: Buffer | undefined): void {
+    for (const { server, info, tls } of this.servers) {
+      if (!info.clientAuth || !tls) continue;
+      if (crl) tls.crl = crl;
+      else delete tls.crl;
+      (server as https.Server).setSecureContext(tls);
+    }
+  }
+
   /** The ports actually bound (after port 0 was resolved), per listener. */
   listeners(): ListenerInfo[] {
     return this.servers.map((s) => s.info);
@@ -161,11 +176,12 @@ export class HttpServer {
         connectionsCheckingInterval: Math.max(100, Math.min(1000, this.limits.headersTimeoutMs / 4)),
       };
       let server: http.Server;
+      let tlsOpts: https.ServerOptions | undefined;
       if (spec.kind === 'http') {
         server = http.createServer(opts);
       } else {
         if (!tls) throw new Error(`port ${spec.port}: HTTPS listener without a certificate`);
-        const tlsOpts: https.ServerOptions = {
+        tlsOpts = {
           ...opts,
           cert: tls.cert,
           key: tls.key,
@@ -179,6 +195,7 @@ export class HttpServer {
           tlsOpts.requestCert = true;
           tlsOpts.rejectUnauthorized = true;
           tlsOpts.ca = tls.ca;
+          if (tls.crl) tlsOpts.crl = tls.crl;
         }
         server = https.createServer(tlsOpts);
         server.on('tlsClientError', (err: Error) => {
@@ -222,7 +239,7 @@ export class HttpServer {
       server.on('error', (err) => this.log.error('listener error', { port: info.port, error: err.message }));
       const addr = server.address();
       if (addr && typeof addr === 'object') info.port = addr.port;
-      this.servers.push({ server, info });
+      this.servers.push({ server, info, tls: tlsOpts });
       this.log.info('listening', { port: info.port, tls: info.secure, clientAuth: info.clientAuth, host });
     }
   }

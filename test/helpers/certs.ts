@@ -70,3 +70,18 @@ export function haveOpenssl(): boolean {
     return false;
   }
 }
+
+/**
+ * Writes a CRL signed by the test CA that revokes the given client certificates (PEM files) to
+ * `file`, with openssl's `ca` command and a throwaway database in the PKI folder.
+ */
+export function writeCrl(pki: Pki, revoked: string[], file: string): void {
+  const db = fs.mkdtempSync(path.join(pki.dir, 'crl-db-'));
+  const cnf = path.join(db, 'ca.cnf');
+  fs.writeFileSync(path.join(db, 'index.txt'), '');
+  fs.writeFileSync(path.join(db, 'crlnumber'), '01\n');
+  fs.writeFileSync(cnf, `[ca]\ndefault_ca = test\n[test]\ndatabase = ${db}/index.txt\ncrlnumber = ${db}/crlnumber\ndefault_md = sha256\ndefault_crl_days = 2\n`);
+  const ca = ['-config', cnf, '-keyfile', pki.caKey, '-cert', pki.caCert];
+  for (const cert of revoked) openssl(['ca', ...ca, '-revoke', cert], db);
+  openssl(['ca', ...ca, '-gencrl', '-out', file], db);
+}
