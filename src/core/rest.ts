@@ -28,17 +28,22 @@ export function mountRest(server: HttpServer, family: Family, opts: RestMountOpt
   }
 }
 
-function restRequest(ctx: RequestContext, method: Method, pattern: string, opts: RestMountOptions): CoreRequest {
-  const p = ctx.principal;
-  // The resource path below the base: as many trailing segments as the route has.
-  const below = pattern.split('/').filter(Boolean).length;
-  const segs = ctx.path.split('/').filter(Boolean);
+/** The neutral request of a REST call; resources and identity are worked out only when read. */
+function restRequest(ctx: RequestContext, method: Method, routePath: string, opts: RestMountOptions): CoreRequest {
   return {
     transport: 'rest',
     method,
-    resources: segs.slice(segs.length - below),
+    get resources() {
+      // The resource path below the base: as many trailing segments as the route has.
+      const below = routePath.split('/').filter(Boolean).length;
+      const segs = ctx.path.split('/').filter(Boolean);
+      return segs.slice(segs.length - below);
+    },
     params: ctx.params,
-    identity: p ? { name: p.name, via: p.via, permissions: opts.permissionsOf(p.name) ?? [] } : undefined,
+    get identity() {
+      const p = ctx.principal;
+      return p ? { name: p.name, via: p.via, permissions: opts.permissionsOf(p.name) ?? [] } : undefined;
+    },
     body: (o) => readJsonBody(ctx, { limit: opts.bodyLimit, exact: o?.exact }),
   };
 }

@@ -42,6 +42,7 @@ function thingsFamily(things: Map<string, number>, calls: string[]): Family {
       { method: 'GET', path: 'exact', handler: () => rawJson('{"big":9223372036854775807}') },
       { method: 'GET', path: 'huge', handler: () => 'x'.repeat(MAX_REPLY_BYTES + 10) },
       { method: 'GET', path: 'bug', handler: () => { throw new Error('secret detail'); } },
+      { method: 'GET', path: 'whoami', handler: (req) => ({ identity: req.identity ?? null, resources: req.resources }) },
     ],
   };
 }
@@ -52,7 +53,12 @@ t.test('one family over REST and MQTT', mosquittoSkip(), async (t) => {
   const family = thingsFamily(things, calls);
 
   const http = new HttpServer(createLogger('error'));
-  mountRest(http, family, { permissionsOf: () => [] });
+  // A stand-in for the authentication stage: the principal named by a header.
+  http.use((ctx) => {
+    const name = ctx.header('x-test-user');
+    if (name) ctx.principal = { name, via: 'test' };
+  });
+  mountRest(http, family, { permissionsOf: (name) => (name === 'op' ? ['rest.things'] : undefined) });
   await http.listen([{ port: 0, kind: 'http' }], '127.0.0.1');
   const ports = { http: http.listeners().map((l) => l.port), https: [], clientAuth: [] };
 
@@ -149,6 +155,16 @@ t.test('one family over REST and MQTT', mosquittoSkip(), async (t) => {
     t.equal((await request(ports, '/services/things/v1/things/_reset', { method: 'POST' })).status, 200);
     t.equal(things.size, 0);
     t.same(calls, ['mqtt:mqtt:things/_reset', 'rest:undefined:things/_reset'], 'transport, identity and resources reach the handler');
+  });
+
+  t.test('who is asking: the identity and its permissions', async (t) => {
+    const op = await request(ports, '/services/things/v1/whoami', { headers: { 'x-test-user': 'op' } });
+    t.same(op.json(), { identity: { name: 'op', via: 'test', permissions: ['rest.things'] }, resources: ['whoami'] });
+    const stranger = await request(ports, '/services/things/v1/whoami', { headers: { 'x-test-user': 'nobody' } });
+    t.same(stranger.json().identity, { name: 'nobody', via: 'test', permissions: [] }, 'an unknown name has no permissions');
+    t.same((await request(ports, '/services/things/v1/whoami')).json().identity, null, 'anonymous');
+    const m = await mqtt('GET/whoami');
+    t.same(JSON.parse(m!.body!), { identity: { name: 'Q', via: 'mqtt', permissions: ['kura.admin'] }, resources: ['whoami'] }, 'over MQTT: the requester, trusted as Kura trusts it');
   });
 
   t.test('bare JSON: the code and the error fields in one object', async (t) => {
