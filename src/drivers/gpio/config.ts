@@ -1,7 +1,10 @@
 // GPIO instance and channel properties (docs/drivers.md "gpio"; Kura's GPIO driver).
 //
-// Instance: `gpio.sysfs.root` (default /sys/class/gpio), `pins` (names → line numbers).
-// Channel: `resource.name` (a `pins` name or a line number as a string), `resource.direction`
+// Instance: `gpio.backend` (sysfs, the default, or chardev: /dev/gpiochipN through the libgpiod
+// v2 tools), `gpio.sysfs.root` (default /sys/class/gpio), `pins` (names → line numbers; with
+// chardev also `"<chip>:<line>"`).
+// Channel: `resource.name` (a `pins` name, a line number as a string, or with chardev
+// `<chip>:<line>`; a plain number is a line of gpiochip0 there), `resource.direction`
 // (INPUT | OUTPUT; Kura's enum, case-sensitive), `resource.trigger` (Kura's enum; only NONE is acted
 // on: inputs are polled), and our extension `resource.active.low` (boolean, default false).
 // Kura's placeholders `#select resource` / `#select direction` mean "unset": the configuration is
@@ -12,7 +15,8 @@ import { isAbsolute } from 'node:path';
 import { PropReader, type Parsed } from '../props.js';
 
 export const DEFAULT_SYSFS_ROOT = '/sys/class/gpio';
-export const INSTANCE_KEYS = ['gpio.sysfs.root', 'pins'] as const;
+export const INSTANCE_KEYS = ['gpio.backend', 'gpio.sysfs.root', 'pins'] as const;
+const BACKENDS = ['sysfs', 'chardev'] as const;
 export const CHANNEL_KEYS = ['resource.name', 'resource.direction', 'resource.trigger', 'resource.active.low'] as const;
 const DIRECTIONS = ['INPUT', 'OUTPUT'] as const;
 // Kura's trigger enum, spelling included (RAISING, not RISING).
@@ -22,11 +26,17 @@ const UNSET_DIRECTION = '#select direction';
 const MAX_LINE = 65535;
 
 export interface GpioInstanceConfig {
+  chardev: boolean;
   sysfsRoot: string;
-  pins: Record<string, number>;
+  pins: Pins;
 }
 
+/** Pin names to line numbers, or (chardev) to `<chip>:<line>`. */
+type Pins = Record<string, number | string>;
+
 export interface GpioChannelSpec {
+  /** chardev: the chip (`gpiochip0`); sysfs: undefined. */
+  chip?: string;
   line: number;
   direction: 'in' | 'out';
   activeLow: boolean;
@@ -36,39 +46,47 @@ export interface GpioChannelSpec {
 
 export function parseInstance(props: Record<string, unknown>, path: string): Parsed<GpioInstanceConfig> {
   const r = new PropReader(props, path);
+  const chardev = r.enumOf('gpio.backend', BACKENDS, 'sysfs') === 'chardev';
   let sysfsRoot = r.str('gpio.sysfs.root', DEFAULT_SYSFS_ROOT) || DEFAULT_SYSFS_ROOT;
   if (!isAbsolute(sysfsRoot)) {
     r.problem('gpio.sysfs.root', 'expected an absolute directory path');
     sysfsRoot = DEFAULT_SYSFS_ROOT;
-  } else if (!existsSync(sysfsRoot)) {
+  } else if (!chardev && !existsSync(sysfsRoot)) {
     // A missing referenced file is a warning: the board may not be provisioned yet.
     r.problem('gpio.sysfs.root', `directory not found: ${sysfsRoot}: GPIO channels fail until it exists`, 'warning');
   }
-  return { value: { sysfsRoot, pins: parsePins(r) }, problems: r.problems };
+  return { value: { chardev, sysfsRoot, pins: parsePins(r, chardev) }, problems: r.problems };
 }
 
-function parsePins(r: PropReader): Record<string, number> {
-  const pins: Record<string, number> = {};
+const CHIP_LINE = /^([A-Za-z0-9_.-]+):(\d+)$/;
+
+function parsePins(r: PropReader, chardev: boolean): Pins {
+  const pins: Pins = {};
   for (const [name, line] of Object.entries(r.object('pins'))) {
-    if (typeof line !== 'number' || !Number.isInteger(line) || line < 0 || line > MAX_LINE) r.problem(`pins.${name}`, `expected a line number 0-${MAX_LINE}`);
-    else pins[name] = line;
+    const ok = typeof line === 'number' ? Number.isInteger(line) && line >= 0 && line <= MAX_LINE : chardev && typeof line === 'string' && CHIP_LINE.test(line);
+    if (!ok) r.problem(`pins.${name}`, `expected a line number 0-${MAX_LINE}${chardev ? ' or "<chip>:<line>"' : ''}`);
+    else pins[name] = line as number | string;
   }
   return pins;
 }
 
-/** The valid `pins` of instance properties (a channel names its line through them). */
-export function pinsOf(instanceProps: Record<string, unknown>): Record<string, number> {
-  return parsePins(new PropReader(instanceProps, 'drivers'));
+/** What a channel needs of its instance's properties: the backend and the valid `pins`. */
+export function lineContext(instanceProps: Record<string, unknown>): { chardev: boolean; pins: Pins } {
+  const r = new PropReader(instanceProps, 'drivers');
+  const chardev = r.enumOf('gpio.backend', BACKENDS, 'sysfs') === 'chardev';
+  return { chardev, pins: parsePins(r, chardev) };
 }
 
 /** The line a `resource.name` names, or a reason it names none. */
-function resolveLine(name: string, pins: Record<string, number>): number | string {
-  if (Object.prototype.hasOwnProperty.call(pins, name)) return pins[name];
-  if (/^\d+$/.test(name) && Number(name) <= MAX_LINE) return Number(name);
-  return `resource.name ${JSON.stringify(name)} is neither a pins name nor a line number`;
+function resolveLine(name: string, { chardev, pins }: { chardev: boolean; pins: Pins }): { chip?: string; line: number } | string {
+  const target = Object.prototype.hasOwnProperty.call(pins, name) ? String(pins[name]) : name;
+  const m = chardev ? CHIP_LINE.exec(target) : null;
+  if (m && Number(m[2]) <= MAX_LINE) return { chip: m[1], line: Number(m[2]) };
+  if (/^\d+$/.test(target) && Number(target) <= MAX_LINE) return { chip: chardev ? 'gpiochip0' : undefined, line: Number(target) };
+  return `resource.name ${JSON.stringify(name)} is neither a pins name nor a line number${chardev ? ' nor <chip>:<line>' : ''}`;
 }
 
-export function parseChannel(props: Record<string, unknown>, path: string, pins: Record<string, number>): Parsed<GpioChannelSpec> {
+export function parseChannel(props: Record<string, unknown>, path: string, ctx: { chardev: boolean; pins: Pins }): Parsed<GpioChannelSpec> {
   const r = new PropReader(props, path);
   const spec: GpioChannelSpec = { line: 0, direction: 'in', activeLow: false };
   const name = r.raw('resource.name');
@@ -78,9 +96,9 @@ export function parseChannel(props: Record<string, unknown>, path: string, pins:
     spec.unset = 'resource.name is not set';
   } else if (typeof name !== 'string') r.problem('resource.name', 'expected a string: a pins name or a line number written as a string');
   else {
-    const line = resolveLine(name, pins);
+    const line = resolveLine(name, ctx);
     if (typeof line === 'string') r.problem('resource.name', line);
-    else spec.line = line;
+    else Object.assign(spec, line);
   }
   const dir = r.raw('resource.direction');
   if (dir === undefined) r.problem('resource.direction', `missing: ${DIRECTIONS.join(' or ')}`);

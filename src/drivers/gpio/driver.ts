@@ -1,10 +1,12 @@
-// The GPIO driver: channels read and written through a line back-end (sysfs.ts), with Kura's
-// conversions between a level and every value type and Kura's failure messages.
+// The GPIO driver: channels read and written through a line back-end (sysfs.ts, or chardev.ts for
+// `gpio.backend` chardev), with Kura's conversions between a level and every value type and Kura's
+// failure messages.
 
 import type { ChannelConfig, TypedValue, ValueType } from '../../assets/types.js';
 import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
 import { channelSpecs, type ChannelSpec } from '../props.js';
 import { parseChannel, type GpioChannelSpec, type GpioInstanceConfig } from './config.js';
+import { ChardevGpio } from './chardev.js';
 import { GpioError, SysfsGpio } from './sysfs.js';
 
 // Kura's messages; we add what failed after a colon.
@@ -37,16 +39,18 @@ export function valueToLevel(v: TypedValue): boolean {
 
 export class GpioDriver implements Driver {
   private readonly gpio: SysfsGpio;
+  private readonly chardev?: ChardevGpio;
   private readonly spec: (ch: ChannelConfig) => ChannelSpec<GpioChannelSpec>;
-  // Lines set up as wanted (direction + active_low); forgotten on any error so that a line whose
-  // files vanished is exported and configured again once they return.
+  // sysfs lines set up as wanted (direction + active_low); forgotten on any error so that a line
+  // whose files vanished is exported and configured again once they return.
   private ready = new Map<number, string>();
   private settingUp = new Map<number, Promise<void>>();
   private closed = false;
 
   constructor(config: GpioInstanceConfig) {
     this.gpio = new SysfsGpio(config.sysfsRoot);
-    this.spec = channelSpecs((ch, path) => parseChannel(ch.driverProps, path, config.pins));
+    if (config.chardev) this.chardev = new ChardevGpio();
+    this.spec = channelSpecs((ch, path) => parseChannel(ch.driverProps, path, config));
   }
 
   /** The channel's line set-up, or the reason it has none. */
@@ -54,6 +58,18 @@ export class GpioDriver implements Driver {
     const s = this.spec(ch);
     if (!('spec' in s)) return s.error;
     return s.spec.unset ?? s.spec;
+  }
+
+  private async getValue(p: GpioChannelSpec): Promise<boolean> {
+    if (this.chardev) return this.chardev.getValue({ chip: p.chip!, offset: p.line }, p);
+    await this.prepare(p);
+    return this.gpio.getValue(p.line);
+  }
+
+  private async setValue(p: GpioChannelSpec, on: boolean): Promise<void> {
+    if (this.chardev) return this.chardev.setValue({ chip: p.chip!, offset: p.line }, on, p);
+    await this.prepare(p);
+    await this.gpio.setValue(p.line, on);
   }
 
   private async prepare(p: GpioChannelSpec): Promise<void> {
@@ -85,17 +101,15 @@ export class GpioDriver implements Driver {
   async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
     if (this.closed) return closedResults(channels.length);
     // Each line is read once per batch, however many channels name it.
-    const levels = new Map<number, Promise<boolean>>();
+    const levels = new Map<string, Promise<boolean>>();
     return Promise.all(
       channels.map(async (ch): Promise<ChannelResult> => {
         const p = this.plan(ch);
         if (typeof p === 'string') return { ok: false, error: `${READ_FAILED}: ${p}` };
         try {
-          let level = levels.get(p.line);
-          if (!level) {
-            level = this.prepare(p).then(() => this.gpio.getValue(p.line));
-            levels.set(p.line, level);
-          }
+          const k = `${p.chip}:${p.line}`;
+          let level = levels.get(k);
+          if (!level) levels.set(k, (level = this.getValue(p)));
           const on = await level;
           return { ok: true, value: levelToValue(on, ch.valueType), timestamp: Date.now() };
         } catch (err) {
@@ -119,12 +133,11 @@ export class GpioDriver implements Driver {
         continue;
       }
       if (p.direction !== 'out') {
-        out.push({ ok: false, error: `${WRITE_FAILED}: line ${p.line} is an INPUT` });
+        out.push({ ok: false, error: `${WRITE_FAILED}: ${p.chip ? `${p.chip} ` : ''}line ${p.line} is an INPUT` });
         continue;
       }
       try {
-        await this.prepare(p);
-        await this.gpio.setValue(p.line, valueToLevel(value));
+        await this.setValue(p, valueToLevel(value));
         out.push({ ok: true, value, timestamp: Date.now() });
       } catch (err) {
         out.push(this.fail(WRITE_FAILED, p.line, err));
@@ -137,5 +150,6 @@ export class GpioDriver implements Driver {
     // Lines stay exported: unexporting would drop an output to its default level.
     this.closed = true;
     this.ready.clear();
+    await this.chardev?.close();
   }
 }

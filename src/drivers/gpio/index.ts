@@ -1,7 +1,8 @@
-// The `gpio` driver factory (docs/drivers.md "gpio"; Kura's GPIO driver over sysfs).
+// The `gpio` driver factory (docs/drivers.md "gpio"; Kura's GPIO driver, over sysfs or the
+// character device).
 
 import type { DriverFactory } from '../driver.js';
-import { CHANNEL_KEYS, INSTANCE_KEYS, parseChannel, parseInstance, pinsOf } from './config.js';
+import { CHANNEL_KEYS, INSTANCE_KEYS, lineContext, parseChannel, parseInstance } from './config.js';
 import { GpioDriver } from './driver.js';
 
 export { levelToValue, valueToLevel } from './driver.js';
@@ -11,6 +12,6 @@ export const gpioFactory: DriverFactory = {
   instanceKeys: INSTANCE_KEYS,
   channelKeys: CHANNEL_KEYS,
   validateInstance: (props, path) => parseInstance(props, path).problems,
-  validateChannel: (props, _valueType, path, instanceProps) => parseChannel(props, path, pinsOf(instanceProps)).problems,
+  validateChannel: (props, _valueType, path, instanceProps) => parseChannel(props, path, lineContext(instanceProps)).problems,
   create: (props, ctx) => new GpioDriver(parseInstance(props, `drivers.${ctx.id}`).value),
 };
