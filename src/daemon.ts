@@ -7,7 +7,7 @@ import tls from 'node:tls';
 import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import { errorsOf, loadConfigFile, type Config } from './config/config.js';
+import type { Config } from './config/config.js';
 import { DEFAULT_LIMITS, HttpServer, type ListenSpec, type TlsMaterial } from './http/server.js';
 import { ensureSelfSigned } from './http/selfsigned.js';
 import { openDataDir } from './store/datadir.js';
@@ -33,6 +33,8 @@ import { systemFamily } from './api/system.js';
 import { assetStatusFamily } from './api/asset-status.js';
 import { mountConsole } from './console/serve.js';
 import { mountDeployApi } from './api/deploy.js';
+import { ConfigurationService } from './configuration/service.js';
+import { configurationFamily } from './configuration/handler.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -56,6 +58,8 @@ export class Daemon {
   readonly applications: MqttApplications;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
+  /** The runtime configuration (configuration/v2); set by start() when the daemon has a file. */
+  configuration: ConfigurationService | undefined;
   private components: Component[] = [];
   private stopping: Promise<void> | undefined;
   config: Config;
@@ -112,6 +116,10 @@ export class Daemon {
     const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
     this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }) }));
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
+    if (cfg.file) {
+      this.configuration = await ConfigurationService.start({ file: cfg.file, registry: this.registry, log, apply: (c) => this.apply(c) });
+      this.mount(configurationFamily(this.configuration));
+    }
     // Installed packages start (and register their drivers and providers) before the listeners accept.
     const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, applications: this.applications, log });
     this.components.push(deploy);
@@ -186,24 +194,25 @@ export class Daemon {
   }
 
   /**
-   * Re-reads the configuration file and applies rest, console, assets, drivers and mqtt. A bad file
-   * keeps the running configuration (and says why). Listener changes need a restart.
+   * Re-reads the configuration file (with the runtime layer on top) and applies rest, console,
+   * assets, drivers and mqtt. A bad file keeps the running configuration (and says why). Listener
+   * changes need a restart; the CRL is re-read.
    */
   async reload(): Promise<boolean> {
     if (!this.config.file) return false;
-    const { config, problems } = loadConfigFile(this.config.file, this.registry);
-    const errors = errorsOf(problems);
-    if (errors.length > 0 || !config) {
-      for (const e of errors) this.log.error('reload refused: configuration problem', { key: e.path || '(file)', problem: e.message });
-      this.log.error('reload refused: keeping the running configuration', { file: this.config.file, problems: errors.length });
-      return false;
-    }
+    const ok = (await this.configuration?.reload()) ?? false;
+    if (ok) this.log.info('configuration reloaded', { file: this.config.file });
+    else this.log.error('reload refused: keeping the running configuration', { file: this.config.file });
+    return ok;
+  }
+
+  /** Applies a validated configuration to the running components (SIGHUP, configuration/v2). */
+  async apply(config: Config): Promise<void> {
     const crl = config.http['https.truststore.crl'];
     if (JSON.stringify({ ...config.http, 'https.truststore.crl': '' }) !== JSON.stringify({ ...this.config.http, 'https.truststore.crl': '' }) || config.dataDir !== this.config.dataDir) {
       this.log.warn('http and dataDir changes take effect after a restart');
-      config.dataDir = this.config.dataDir;
     }
-    config.http = { ...this.config.http, 'https.truststore.crl': this.reloadCrl(crl) };
+    config = { ...config, dataDir: this.config.dataDir, http: { ...this.config.http, 'https.truststore.crl': this.reloadCrl(crl) } };
     this.config = config;
     this.log.setLevel(config.logLevel);
     for (const c of this.components) {
@@ -213,8 +222,6 @@ export class Daemon {
         this.log.error('reload failed for a component', { component: c.name, error: (err as Error).message });
       }
     }
-    this.log.info('configuration reloaded', { file: this.config.file });
-    return true;
   }
 
   /** Graceful stop: no new connections, in-flight requests finish, state flushed, MQTT disconnected. */

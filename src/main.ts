@@ -2,7 +2,8 @@
 
 import { createLogger, type Logger } from './log.js';
 import { VERSION } from './version.js';
-import { DEFAULT_CONFIG_FILE, errorsOf, loadConfigFile } from './config/config.js';
+import { DEFAULT_CONFIG_FILE, errorsOf } from './config/config.js';
+import { loadEffective } from './configuration/service.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
 import { Daemon } from './daemon.js';
@@ -10,7 +11,7 @@ import { DataDirError } from './store/datadir.js';
 import { runPasswd } from './auth/passwd.js';
 
 interface Args {
-  command: 'run' | 'check-config' | 'passwd' | 'version' | 'help';
+  command: 'run' | 'check-config' | 'passwd' | 'config' | 'version' | 'help';
   config?: string;
   rest: string[];
   flags: Set<string>;
@@ -19,6 +20,7 @@ interface Args {
 const USAGE = `usage: gatewayd [--config FILE]              start the daemon
        gatewayd check-config [--config FILE] validate a configuration
        gatewayd passwd [--config FILE] [--clear-change-flag] NAME   set a password from standard input
+       gatewayd config reset [--config FILE]  drop the runtime configuration (daemon stopped)
        gatewayd --version
 The configuration file is --config, else $GATEWAYD_CONFIG, else ${DEFAULT_CONFIG_FILE}.`;
 
@@ -34,7 +36,7 @@ export function parseArgs(argv: string[]): Args | string {
     else if (a === '--help' || a === '-h') args.command = 'help';
     else if (a === '--clear-change-flag') args.flags.add(a);
     else if (a.startsWith('-')) return `unknown option ${a}`;
-    else if (args.command === 'run' && args.rest.length === 0 && (a === 'check-config' || a === 'passwd' || a === 'run')) args.command = a as Args['command'];
+    else if (args.command === 'run' && args.rest.length === 0 && (a === 'check-config' || a === 'passwd' || a === 'config' || a === 'run')) args.command = a as Args['command'];
     else args.rest.push(a);
   }
   return args;
@@ -45,7 +47,9 @@ function configFile(args: Args): string {
 }
 
 function checkConfig(file: string): number {
-  const { problems } = loadConfigFile(file, new DriverRegistry(builtinDrivers()));
+  // The file and the runtime layer in dataDir/config together (docs/configuration-v2.md).
+  const loaded = loadEffective(file, new DriverRegistry(builtinDrivers()));
+  const problems = [...loaded.problems, ...loaded.layerProblems];
   for (const p of problems) {
     const where = p.path ? `${p.path}: ` : '';
     process.stdout.write(`${p.severity === 'warning' ? 'warning' : 'error'}: ${where}${p.message}\n`);
@@ -59,9 +63,27 @@ function checkConfig(file: string): number {
   return 0;
 }
 
+function configCommand(file: string, rest: string[]): number {
+  if (rest.length !== 1 || rest[0] !== 'reset') {
+    process.stderr.write(`gatewayd: config needs a subcommand: reset\n${USAGE}\n`);
+    return 64;
+  }
+  const loaded = loadEffective(file, new DriverRegistry(builtinDrivers()));
+  if (!loaded.store) {
+    for (const p of errorsOf(loaded.problems)) process.stderr.write(`error: ${p.path ? `${p.path}: ` : ''}${p.message}\n`);
+    return 1;
+  }
+  const dropped = loaded.store.resetSync();
+  process.stdout.write(dropped ? `runtime configuration in ${loaded.store.dir} dropped; snapshots kept\n` : `no runtime configuration in ${loaded.store.dir}\n`);
+  return 0;
+}
+
 async function run(file: string, log: Logger): Promise<number> {
   const registry = new DriverRegistry(builtinDrivers());
-  const { config, problems } = loadConfigFile(file, registry);
+  const { config, problems, layerProblems } = loadEffective(file, registry);
+  // A runtime layer that no longer fits the image (e.g. after an update) is not applied: the
+  // device starts with the image's configuration and says why.
+  for (const p of layerProblems) log.error('runtime configuration not applied', { key: p.path || '(layer)', problem: p.message });
   for (const p of problems) {
     if (p.severity === 'warning') log.warn('configuration warning', { key: p.path, problem: p.message });
   }
@@ -131,6 +153,8 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     case 'check-config':
       return checkConfig(configFile(args));
+    case 'config':
+      return configCommand(configFile(args), args.rest);
     case 'passwd':
       return runPasswd(configFile(args), args.rest, args.flags.has('--clear-change-flag'));
     default: {

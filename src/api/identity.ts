@@ -12,7 +12,7 @@ const BASE = '/services/identity/v1';
 const ROLE = 'identity';
 
 /** The permissions this daemon checks; with those identities hold, the names an identity may get. */
-export const KNOWN_PERMISSIONS = [ADMIN_PERMISSION, 'rest.assets', 'rest.deploy', 'rest.identity', 'rest.system'];
+export const KNOWN_PERMISSIONS = [ADMIN_PERMISSION, 'rest.assets', 'rest.configuration', 'rest.deploy', 'rest.identity', 'rest.system'];
 
 const PERMISSION = /^[A-Za-z0-9_.-]{1,128}$/;
 

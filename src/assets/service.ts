@@ -127,6 +127,7 @@ interface PendingCall {
 
 export class AssetRuntime implements AssetService {
   private assets = new Map<string, AssetConfig>();
+  private driverConfigs: Record<string, DriverInstanceConfig> = {};
   private pollTimers = new Map<string, NodeJS.Timeout>();
   private pollListeners = new Set<(pid: string, records: ChannelRecord[]) => void>();
   private pollStates = new Map<string, PollState>();
@@ -146,10 +147,32 @@ export class AssetRuntime implements AssetService {
     this.callTimeoutMs = opts.driverCallTimeoutMs ?? 30_000;
   }
 
+  /**
+   * Applies assets and drivers (start, reload, runtime configuration). An asset whose configuration
+   * and driver are unchanged keeps its configuration object and its poll timer: polling of untouched
+   * assets goes on undisturbed (docs/configuration-v2.md).
+   */
   configure(assets: AssetConfig[], drivers: Record<string, DriverInstanceConfig>): void {
+    const prevDrivers = this.driverConfigs;
     this.drivers.configure(drivers);
-    this.assets = new Map(assets.map((a) => [a.pid, a]));
-    this.restartPolling();
+    this.driverConfigs = drivers;
+    const prev = this.assets;
+    this.assets = new Map(
+      assets.map((a) => {
+        const o = prev.get(a.pid);
+        const same = o && sameJson(o, a) && sameJson(prevDrivers[a.driverPid], drivers[a.driverPid]);
+        return [a.pid, same ? o : a];
+      }),
+    );
+    for (const [pid, t] of this.pollTimers) {
+      if (this.assets.get(pid) !== prev.get(pid)) {
+        clearTimeout(t);
+        this.pollTimers.delete(pid);
+      }
+    }
+    for (const pid of this.pollStates.keys()) if (this.assets.get(pid) !== prev.get(pid)) this.pollStates.delete(pid);
+    if (this.stopped) return;
+    for (const a of this.assets.values()) if (a.pollInterval > 0 && !this.pollTimers.has(a.pid)) this.schedule(a, Date.now() + a.pollInterval);
   }
 
   list(): string[] {
@@ -312,14 +335,6 @@ export class AssetRuntime implements AssetService {
     const asset = this.require(pid);
     const st = this.pollStates.get(pid) ?? newPollState();
     return { pollInterval: asset.pollInterval, ...st, devices: this.drivers.get(asset.driverPid)?.devices?.() ?? [] };
-  }
-
-  private restartPolling(): void {
-    for (const t of this.pollTimers.values()) clearTimeout(t);
-    this.pollTimers.clear();
-    for (const pid of this.pollStates.keys()) if (!this.assets.has(pid)) this.pollStates.delete(pid);
-    if (this.stopped) return;
-    for (const a of this.assets.values()) if (a.pollInterval > 0) this.schedule(a, Date.now() + a.pollInterval);
   }
 
   // One read of all readable channels per cycle (the driver coalesces it), on a fixed period:

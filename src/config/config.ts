@@ -13,7 +13,7 @@ import { validateConsole, validateIdentities, validateRest, type ConsoleConfig, 
 import { checkHttp, validateHttp, type HttpConfig } from '../http/config.js';
 import { validateMqttSection, type MqttConfig } from '../mqtt/config.js';
 import { validateDeploySection, type DeployConfig } from '../deploy/config.js';
-import { isPlainObject, kind, oneOf, problem, str, unknownKey, warning, type Problem, type Validator } from './schema.js';
+import { isPlainObject, kind, num, oneOf, problem, section, str, unknownKey, warning, type Problem, type Validator } from './schema.js';
 
 export type { ConsoleConfig, DriverInstanceConfig, HttpConfig, IdentitySeed, Problem, RestConfig };
 
@@ -24,6 +24,8 @@ export interface Config {
   file: string;
   dataDir: string;
   logLevel: Level;
+  /** Snapshots of the configuration kept in dataDir/config (docs/configuration-v2.md). */
+  snapshotsMax: number;
   http: HttpConfig;
   rest: RestConfig;
   console: ConsoleConfig;
@@ -33,6 +35,12 @@ export interface Config {
   assets: AssetConfig[];
   mqtt: MqttConfig;
 }
+
+/** The top-level keys that are not sections (the daemon's own component in configuration/v2). */
+export const validateDaemon = section<{ 'log.level': Level; 'configuration.snapshots.max': number }>({
+  'log.level': [oneOf(LEVELS), 'info'],
+  'configuration.snapshots.max': [num({ int: true, min: 2, max: 1000 }), 10],
+});
 
 export interface LoadResult {
   config: Config;
@@ -54,12 +62,12 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
     raw = {};
   }
   const obj = raw as Record<string, unknown>;
-  const known = ['dataDir', 'log.level', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt'];
+  const known = ['dataDir', 'log.level', 'configuration.snapshots.max', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt'];
   for (const k of Object.keys(obj)) if (!known.includes(k)) unknownKey(p, k, k, known);
 
   const resolve = (f: string) => (f === '' ? '' : path.resolve(baseDir, f));
   const dataDir = resolve(obj.dataDir === undefined ? '/var/lib/gatewayd' : str({ nonEmpty: true })(obj.dataDir, 'dataDir', p));
-  const logLevel = obj['log.level'] === undefined ? 'info' : oneOf(LEVELS)(obj['log.level'], 'log.level', p);
+  const top = validateDaemon({ 'log.level': obj['log.level'], 'configuration.snapshots.max': obj['configuration.snapshots.max'] }, '', p);
   const httpCfg = validateHttp(obj.http, 'http', p);
   for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl'] as const) httpCfg[k] = resolve(httpCfg[k]);
   const rest = validateRest(obj.rest, 'rest', p);
@@ -83,7 +91,7 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   checkAllowedPorts(httpCfg, rest, p);
 
   return {
-    config: { file, dataDir, logLevel, http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt },
+    config: { file, dataDir, logLevel: top['log.level'], snapshotsMax: top['configuration.snapshots.max'], http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt },
     problems: p,
   };
 }
@@ -95,27 +103,33 @@ function checkAllowedPorts(h: HttpConfig, rest: RestConfig, p: Problem[]): void 
   }
 }
 
-/** Reads and validates a configuration file. Syntax errors become one problem with the position. */
-export function loadConfigFile(file: string, registry: DriverRegistry): FileResult {
+/** Reads and parses a configuration file; a read or syntax error becomes one problem. */
+export function readConfigFile(file: string): { raw?: unknown; problems: Problem[] } {
   const abs = path.resolve(file);
   let text: string;
   try {
     text = fs.readFileSync(abs, 'utf8');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    return { config: undefined, problems: [{ path: '', message: `cannot read ${abs}: ${e.code ?? e.message}`, severity: 'error' }] };
+    return { problems: [{ path: '', message: `cannot read ${abs}: ${e.code ?? e.message}`, severity: 'error' }] };
   }
-  let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    return { raw: JSON.parse(text), problems: [] };
   } catch (err) {
     // Where, as an editor shows it: line and column (1-based) of the offending character.
     const msg = (err as Error).message.replace(/\s*\(line \d+ column \d+\)$/, '');
     const m = / at position (\d+)/.exec(msg);
     const before = text.slice(0, m ? Number(m[1]) : text.length).split('\n');
     const where = `line ${before.length}, column ${before[before.length - 1].length + 1}`;
-    return { config: undefined, problems: [{ path: '', message: `${abs} is not valid JSON: ${where}: ${msg.replace(/ in JSON at position \d+/, '')}`, severity: 'error' }] };
+    return { problems: [{ path: '', message: `${abs} is not valid JSON: ${where}: ${msg.replace(/ in JSON at position \d+/, '')}`, severity: 'error' }] };
   }
+}
+
+/** Reads and validates a configuration file. Syntax errors become one problem with the position. */
+export function loadConfigFile(file: string, registry: DriverRegistry): FileResult {
+  const abs = path.resolve(file);
+  const { raw, problems } = readConfigFile(abs);
+  if (problems.length > 0) return { config: undefined, problems };
   return validateConfig(raw, registry, path.dirname(abs), abs);
 }
 

@@ -8,7 +8,22 @@ export interface Problem {
   severity?: 'error' | 'warning';
 }
 
-export type Validator<T> = (raw: unknown, path: string, problems: Problem[]) => T;
+export type Validator<T> = ((raw: unknown, path: string, problems: Problem[]) => T) & { ad?: AdMeta; spec?: Spec };
+
+/**
+ * What a validator accepts, in the terms of a Kura attribute definition (type, bounds, options,
+ * cardinality): configuration/v2 derives its component definitions from it (docs/configuration-v2.md).
+ */
+export interface AdMeta {
+  type: string;
+  min?: number;
+  max?: number;
+  options?: readonly string[];
+  /** 0 for a scalar, else the largest array length (Kura's convention). */
+  cardinality?: number;
+}
+
+const withAd = <T>(fn: Validator<T>, ad: AdMeta): Validator<T> => Object.assign(fn, { ad });
 
 export function kind(v: unknown): string {
   if (v === null) return 'null';
@@ -53,9 +68,8 @@ export function warning(problems: Problem[], path: string, message: string): voi
   problems.push({ path, message, severity: 'warning' });
 }
 
-export const str =
-  (opts: { nonEmpty?: boolean; pattern?: RegExp; patternHint?: string } = {}): Validator<string> =>
-  (raw, path, p) => {
+export const str = (opts: { nonEmpty?: boolean; pattern?: RegExp; patternHint?: string } = {}): Validator<string> =>
+  withAd((raw, path, p) => {
     if (typeof raw !== 'string') {
       problem(p, path, `expected a string, got ${kind(raw)}`);
       return '';
@@ -63,19 +77,18 @@ export const str =
     if (opts.nonEmpty && raw.trim() === '') problem(p, path, 'must not be empty');
     else if (opts.pattern && !opts.pattern.test(raw)) problem(p, path, opts.patternHint ?? `does not match ${opts.pattern}`);
     return raw;
-  };
+  }, { type: 'STRING' });
 
-export const bool: Validator<boolean> = (raw, path, p) => {
+export const bool: Validator<boolean> = withAd((raw, path, p) => {
   if (typeof raw !== 'boolean') {
     problem(p, path, `expected true or false, got ${kind(raw)}`);
     return false;
   }
   return raw;
-};
+}, { type: 'BOOLEAN' });
 
-export const num =
-  (opts: { min?: number; max?: number; int?: boolean } = {}): Validator<number> =>
-  (raw, path, p) => {
+export const num = (opts: { min?: number; max?: number; int?: boolean } = {}): Validator<number> =>
+  withAd((raw, path, p) => {
     if (typeof raw !== 'number' || !Number.isFinite(raw)) {
       problem(p, path, `expected a number, got ${kind(raw)}`);
       return opts.min ?? 0;
@@ -84,23 +97,21 @@ export const num =
     else if (opts.min !== undefined && raw < opts.min) problem(p, path, `must be at least ${opts.min}, got ${raw}`);
     else if (opts.max !== undefined && raw > opts.max) problem(p, path, `must be at most ${opts.max}, got ${raw}`);
     return raw;
-  };
+  }, { type: opts.int ? ((opts.max ?? Infinity) < 2 ** 31 ? 'INTEGER' : 'LONG') : 'DOUBLE', min: opts.min, max: opts.max });
 
 export const port: Validator<number> = num({ int: true, min: 0, max: 65535 });
 
-export const oneOf =
-  <T extends string>(values: readonly T[]): Validator<T> =>
-  (raw, path, p) => {
+export const oneOf = <T extends string>(values: readonly T[]): Validator<T> =>
+  withAd((raw, path, p) => {
     if (typeof raw !== 'string' || !(values as readonly string[]).includes(raw)) {
       problem(p, path, `expected one of ${values.join(', ')}, got ${JSON.stringify(raw)}`);
       return values[0];
     }
     return raw as T;
-  };
+  }, { type: 'STRING', options: values });
 
-export const arrayOf =
-  <T>(item: Validator<T>, opts: { unique?: boolean } = {}): Validator<T[]> =>
-  (raw, path, p) => {
+export const arrayOf = <T>(item: Validator<T>, opts: { unique?: boolean } = {}): Validator<T[]> =>
+  withAd((raw, path, p) => {
     if (!Array.isArray(raw)) {
       problem(p, path, `expected an array, got ${kind(raw)}`);
       return [];
@@ -108,7 +119,7 @@ export const arrayOf =
     const out = raw.map((v, i) => item(v, `${path}[${i}]`, p));
     if (opts.unique && new Set(out).size !== out.length) problem(p, path, 'contains duplicates');
     return out;
-  };
+  }, { ...(item.ad ?? { type: 'STRING' }), cardinality: 1000 });
 
 /** Any JSON value (checked elsewhere). */
 export const any: Validator<unknown> = (raw) => raw;
@@ -120,7 +131,7 @@ export type Spec = Record<string, [Validator<unknown>, unknown]>;
  * Returns the object with defaults filled in, keys in spec order.
  */
 export function section<T>(spec: Spec): Validator<T> {
-  return (raw, path, p) => {
+  const fn: Validator<T> = (raw, path, p) => {
     const out: Record<string, unknown> = {};
     if (raw === undefined) raw = {};
     if (!isPlainObject(raw)) {
@@ -137,6 +148,7 @@ export function section<T>(spec: Spec): Validator<T> {
     }
     return out as T;
   };
+  return Object.assign(fn, { spec });
 }
 
 /** An object whose keys are user-chosen names (asset pids, driver ids, identities). */

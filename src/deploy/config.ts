@@ -62,7 +62,7 @@ const trustAnchor: Validator<string> = (raw, path, p) => {
   return s;
 };
 
-const validate = section<DeployConfig>({
+export const deploySection = section<DeployConfig>({
   'marketplace.url': [httpUrl, DEPLOY_DEFAULTS['marketplace.url']],
   'gateway.version': [str({ nonEmpty: true }), DEPLOY_DEFAULTS['gateway.version']],
   'upload.max.bytes': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['upload.max.bytes']],
@@ -77,6 +77,6 @@ const validate = section<DeployConfig>({
 /** Validates the `deploy` section (absent: all defaults). Relative folders are the caller's to resolve. */
 export function validateDeploySection(raw: unknown, path = 'deploy'): { value: DeployConfig; problems: Problem[] } {
   const problems: Problem[] = [];
-  const value = validate(raw, path, problems);
+  const value = deploySection(raw, path, problems);
   return { value, problems };
 }

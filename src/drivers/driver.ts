@@ -93,9 +93,42 @@ export function closedResults(n: number): ChannelResult[] {
   return Array.from({ length: n }, () => ({ ok: false as const, error: DRIVER_NOT_ATTACHED }));
 }
 
+/**
+ * A property definition as configuration/v2 shows it (Kura's AD; docs/configuration-v2.md). `json`:
+ * the value is an object, exchanged as its JSON text in a STRING property (e.g. GPIO `pins`).
+ */
+export interface AttributeDef {
+  id: string;
+  type: 'STRING' | 'PASSWORD' | 'BOOLEAN' | 'INTEGER' | 'LONG' | 'DOUBLE' | 'FLOAT';
+  name?: string;
+  description?: string;
+  default?: unknown;
+  min?: number;
+  max?: number;
+  options?: readonly string[];
+  required?: boolean;
+  /** 0 (or absent): a scalar; n > 0: an array of at most n values. */
+  cardinality?: number;
+  json?: boolean;
+}
+
+/** The definitions of a factory's instance and channel properties, for configuration/v2. */
+export interface DriverOcd {
+  name?: string;
+  description?: string;
+  instance: AttributeDef[];
+  channel: AttributeDef[];
+}
+
 export interface DriverFactory {
   /** The name used in `drivers.<id>.factory`. */
   name: string;
+  /**
+   * Optional: the property definitions shown by configuration/v2 under the factory PID
+   * `org.eclipse.kura.driver.<name>`. Without it, every key of instanceKeys/channelKeys is shown as
+   * an optional STRING and values keep their JSON type.
+   */
+  ocd?: DriverOcd;
   /** Validates instance properties (everything under `drivers.<id>` except `factory`). */
   validateInstance(props: Record<string, unknown>, path: string): Problem[];
   /**

@@ -6,7 +6,15 @@
 // the input: a bad value is reported and replaced by the key's default.
 
 import type { ChannelConfig } from '../assets/types.js';
-import type { Problem } from './driver.js';
+import type { AttributeDef, Problem } from './driver.js';
+
+/**
+ * While `ads` is set, every key a reader reads is recorded with its type, default, bounds and
+ * options: configuration/v2 derives a built-in factory's property definitions from its own
+ * validator this way (docs/configuration-v2.md).
+ */
+export const recorder: { ads?: AttributeDef[] } = {};
+const rec = (id: string, type: AttributeDef['type'], d?: unknown, x: Partial<AttributeDef> = {}) => recorder.ads?.push({ id, type, default: d, ...x });
 
 export type Parsed<T> = { value: T; problems: Problem[] };
 
@@ -19,6 +27,7 @@ export class PropReader {
   }
 
   raw(key: string): unknown {
+    rec(key, 'STRING');
     return this.props[key];
   }
 
@@ -27,6 +36,7 @@ export class PropReader {
   }
 
   int(key: string, def: number, min: number, max: number): number {
+    rec(key, 'INTEGER', def, { min, max });
     const v = this.props[key];
     if (v === undefined) return def;
     if (typeof v !== 'number' || !Number.isInteger(v)) {
@@ -41,6 +51,7 @@ export class PropReader {
   }
 
   bool(key: string, def: boolean): boolean {
+    rec(key, 'BOOLEAN', def);
     const v = this.props[key];
     if (v === undefined) return def;
     if (typeof v !== 'boolean') {
@@ -51,6 +62,7 @@ export class PropReader {
   }
 
   str(key: string, def: string): string {
+    rec(key, 'STRING', def);
     const v = this.props[key];
     if (v === undefined) return def;
     if (typeof v !== 'string') {
@@ -62,6 +74,7 @@ export class PropReader {
 
   /** One of `values`; `anyCase` accepts `holding_registers` for `HOLDING_REGISTERS` (Kura's Modbus driver does). */
   enumOf<T extends string>(key: string, values: readonly T[], def: T, anyCase = false): T {
+    rec(key, 'STRING', def, { options: values });
     const v = this.props[key];
     if (v === undefined) return def;
     const found = typeof v === 'string' ? values.find((x) => x === (anyCase ? v.toUpperCase() : v)) : undefined;
@@ -74,6 +87,7 @@ export class PropReader {
 
   /** A plain object (e.g. a name → number map), or `{}` with a problem. */
   object(key: string): Record<string, unknown> {
+    rec(key, 'STRING', undefined, { json: true });
     const v = this.props[key];
     if (v === undefined) return {};
     if (typeof v !== 'object' || v === null || Array.isArray(v)) {

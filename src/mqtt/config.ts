@@ -30,7 +30,7 @@ export interface MqttConfig {
 // MQTT topic levels must not contain wildcards or separators.
 const LEVEL = /^[^/#+\u0000]+$/;
 
-const validate = section<MqttConfig>({
+export const mqttSection = section<MqttConfig>({
   enabled: [bool, false],
   'broker-url': [str({ pattern: /^(mqtt|mqtts|tcp|ssl|tls):\/\/[^\s/]+(:\d+)?\/?$/, patternHint: 'expected mqtt://host:port or mqtts://host:port' }), 'mqtt://127.0.0.1:1883'],
   'client-id': [str({ pattern: LEVEL, patternHint: 'must be non-empty without / # +' }), 'gatewayd'],
@@ -50,7 +50,7 @@ const validate = section<MqttConfig>({
 
 export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: MqttConfig; problems: Problem[] } {
   const problems: Problem[] = [];
-  const value = validate(raw, keyPath, problems);
+  const value = mqttSection(raw, keyPath, problems);
   if ((value['tls.cert'] === '') !== (value['tls.key'] === '')) {
     problems.push({ path: `${keyPath}.tls.key`, message: 'tls.cert and tls.key must be given together', severity: 'error' });
   }

@@ -59,7 +59,11 @@ export interface PluginApi {
   readonly package: { readonly name: string; readonly version: string; readonly dir: string };
   /** A logger whose lines carry `package=<name>`. */
   readonly log: Logger;
-  /** Adds a driver factory usable in `drivers.<id>.factory`; its name must not be taken. */
+  /**
+   * Adds a driver factory usable in `drivers.<id>.factory`; its name must not be taken. Its optional
+   * `ocd` (property definitions) is what configuration/v2 shows for the factory PID
+   * `org.eclipse.kura.driver.<name>` (docs/configuration-v2.md).
+   */
   registerDriverFactory(factory: DriverFactory): void;
   /** Adds an authentication provider (throws when the daemon has no auth layer to take it). */
   registerAuthProvider(provider: AuthProvider): void;

@@ -1,0 +1,144 @@
+// configuration/v2 as one handler for REST and MQTT CONF-V2 (docs/configuration-v2.md): a method
+// (GET PUT POST DEL EXEC, as Kura's request-handler proxy names them), the resource path and the
+// parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
+
+import { isPlainObject as isObj } from '../config/schema.js';
+import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
+import { ConfigError, type ConfigurationService } from './service.js';
+import { rawJson, type Family, type Method } from '../core/family.js';
+
+type Svc = ConfigurationService;
+const bad = (text: string) => new ConfigError(400, text);
+
+function field(body: unknown, key: string, kind: 'array' | 'number'): any {
+  const v = isObj(body) ? body[key] : undefined;
+  if (kind === 'array' ? !Array.isArray(v) : !Number.isInteger(v)) throw bad(`parameter "${key}" is required`);
+  return v;
+}
+
+const pids = (body: unknown): string[] => [...new Set(field(body, 'pids', 'array') as string[])];
+const snap = (body: unknown) => !(isObj(body) && body.takeSnapshot === false);
+const shown = (svc: Svc, c: Component, mask: boolean, defaultsOnly?: boolean) => configDto(c, ocdOf(c, svc.effective, svc.registry), { definition: true, mask, defaultsOnly });
+const message = (m: string | undefined) => m && { message: m };
+
+/** Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password. */
+function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Props {
+  const ads = ocdOf(c, svc.effective, svc.registry)?.ads ?? [];
+  const out: Props = {};
+  for (const [k, p] of Object.entries(props)) {
+    const ad = ads.find((a) => a.id === k);
+    let v: unknown;
+    try {
+      v = propertyValue(p, ad);
+    } catch (err) {
+      throw bad((err as Error).message);
+    }
+    const secret = ad?.type === 'PASSWORD' || (p as Props).type === 'PASSWORD';
+    if (!/^(kura\.service\.pid|service\.(factoryPid|pid))$/.test(k) && !(secret && v === PLACEHOLDER)) Object.defineProperty(out, k, { value: v, enumerable: true });
+  }
+  return out;
+}
+
+function configs(body: unknown, svc: Svc, create: boolean) {
+  const todo: { c: Component; props: Props }[] = [];
+  const taken = new Set(svc.components().map((c) => c.pid));
+  for (const item of field(body, 'configs', 'array')) {
+    if (!isObj(item)) throw bad('component configuration objects cannot be null');
+    let c = svc.component(String(item.pid));
+    if (create) {
+      // Kura checks nothing more here and fails later with 500; these are 400 (docs/configuration-v2.md).
+      const f = item.factoryPid === `org.eclipse.kura.asset` ? ASSET_FACTORY : item.factoryPid;
+      if (typeof item.pid !== 'string' || !item.pid) throw bad('Invalid parameter. pid cannot be null');
+      if (typeof f !== 'string') throw bad('Invalid parameter. factoryPid cannot be null');
+      if (taken.has(item.pid)) throw bad(`Invalid parameter. pid ${item.pid} already exists`);
+      if (f !== ASSET_FACTORY && !factoryOcd(f, svc.registry)) throw bad(`Invalid parameter. factoryPid ${f} is not a known factory`);
+      taken.add(item.pid);
+      c = { pid: item.pid, factoryPid: f, props: {} };
+      item.properties ??= {};
+    } else if (typeof item.pid !== 'string') throw bad('parameter "pid" is required');
+    if (!isObj(item.properties)) throw bad('parameter "properties" is required');
+    const props = layerProps(svc, c ?? { pid: '', props: {} }, item.properties);
+    if (c) todo.push({ c, props }); // Kura ignores the update of an unknown pid
+  }
+  return svc.change((layer) => {
+    for (const { c, props } of todo) {
+      if (create) {
+        layer.deleted = layer.deleted.filter((p) => p !== c.pid);
+        layer.components[c.pid] = { factoryPid: c.factoryPid, pinned: true, props: Object.fromEntries(Object.entries(props).filter(([, v]) => v !== null)) };
+      } else Object.assign((layer.components[c.pid] ??= { factoryPid: c.factoryPid, props: {} }).props, props);
+    }
+  }, snap(body));
+}
+
+const factories = (svc: Svc) => svc.registry.names().map((n) => DRIVER_FACTORY + n);
+const factoryConfigs = (svc: Svc, only?: string[]) => ({
+  configs: factories(svc)
+    .filter((f) => !only || only.includes(f))
+    .map((f) => ({ pid: f, definition: ocdDto(factoryOcd(f, svc.registry)!), properties: {} })),
+});
+
+const ROUTES: Record<string, (svc: Svc, body: unknown) => unknown> = {
+  'GET snapshots': (svc) => ({ ids: svc.store.snapshotIds() }),
+  'POST snapshots/byId': (svc, body) => {
+    const id = field(body, 'id', 'number');
+    const s = svc.store.readSnapshot(id);
+    if (!s) throw new ConfigError(500, `Configuration snapshot ${id} was not found.`);
+    return { configs: s.map((c) => configDto(c, ocdOf(c, svc.effective, svc.registry), { mask: true })) };
+  },
+  'EXEC snapshots/_write': async (svc) => ({ id: await svc.snapshot() }),
+  'EXEC snapshots/_rollback': async (svc) => {
+    const ids = svc.store.snapshotIds();
+    const id = ids[ids.length - 2];
+    if (id === undefined) throw new ConfigError(500, 'Configuration snapshot No Snapshot Available was not found.');
+    await svc.rollback(id);
+    return { id };
+  },
+  'EXEC snapshots/byId/_rollback': async (svc, body) => message(await svc.rollback(field(body, 'id', 'number'))),
+  'GET factoryComponents': (svc) => ({ pids: factories(svc) }),
+  'POST factoryComponents': async (svc, body) => message(await configs(body, svc, true)),
+  'DEL factoryComponents/byPid': async (svc, body) => {
+    const gone = pids(body).filter((p) => svc.component(p)?.factoryPid); // Kura: other pids are a no-op
+    return message(
+      await svc.change((layer) => {
+        for (const p of gone) delete layer.components[p], layer.deleted.push(p);
+      }, snap(body)),
+    );
+  },
+  'GET factoryComponents/ocd': (svc) => factoryConfigs(svc),
+  'POST factoryComponents/ocd/byFactoryPid': (svc, body) => factoryConfigs(svc, pids(body)),
+  'GET configurableComponents': (svc) => ({ pids: svc.components().map((c) => c.pid) }),
+  'GET configurableComponents/pidsWithFactory': (svc) => ({ components: svc.components().map(({ pid, factoryPid }) => ({ pid, factoryPid })) }),
+  'GET configurableComponents/configurations': (svc) => ({ configs: svc.components().map((c) => shown(svc, c, true)) }),
+  'POST configurableComponents/configurations/byPid': (svc, body) => ({ configs: pids(body).flatMap((p) => (svc.component(p) ? [shown(svc, svc.component(p)!, true)] : [])) }),
+  'POST configurableComponents/configurations/byPid/_default': (svc, body) => ({
+    configs: pids(body).flatMap((p) => {
+      const c = svc.component(p);
+      return c && ocdOf(c, svc.effective, svc.registry) ? [shown(svc, c, false, true)] : [];
+    }),
+  }),
+  'PUT configurableComponents/configurations/_update': async (svc, body) => message(await configs(body, svc, false)),
+  // gatewayd's extension: back to the image's configuration (the runtime layer dropped).
+  'EXEC _reset': async (svc, body) => message(await svc.reset(snap(body))),
+};
+
+/** configuration/v2 over REST and CONF-V2 over MQTT, on the request-handler core (src/core/). */
+export const configurationFamily = (svc: Svc): Family => ({
+  name: 'configuration/v2',
+  rest: '/services/configuration/v2',
+  appId: 'CONF-V2',
+  role: 'configuration',
+  errors: 'json',
+  routes: Object.entries(ROUTES).map(([k, fn]) => {
+    const [method, path] = k.split(' ') as [Method, string];
+    return {
+      method,
+      path,
+      // One request at a time, in arrival order: reads see no half-made change.
+      handler: async (req) => {
+        const body = method === 'GET' ? undefined : await req.body();
+        const out = await svc.serial(async () => fn(svc, body));
+        return out ? rawJson(json(out)) : undefined;
+      },
+    };
+  }),
+});

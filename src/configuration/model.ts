@@ -1,0 +1,359 @@
+// The configuration as Kura components (docs/configuration-v2.md): which PID holds which keys of the
+// configuration file, the definitions (OCD/AD) derived from the section validators and the driver
+// factories, the overlay of the runtime layer on the image file, and Kura's typed property JSON.
+
+import type { AttributeDef } from '../drivers/driver.js';
+import type { DriverRegistry } from '../drivers/registry.js';
+import { recorder } from '../drivers/props.js';
+import { isPlainObject as isObj, setOwn, type Spec } from '../config/schema.js';
+import { validateDaemon } from '../config/config.js';
+import { validateConsole, validateRest } from '../auth/config.js';
+import { validateHttp } from '../http/config.js';
+import { mqttSection } from '../mqtt/config.js';
+import { deploySection } from '../deploy/config.js';
+import { javaDoubleText } from '../assets/values.js';
+
+export type Raw = Record<string, unknown>;
+export type Props = Record<string, unknown>;
+
+const K = 'org.eclipse.kura.';
+export const DAEMON_PID = `${K}gatewayd.Daemon`;
+export const ASSET_FACTORY = `${K}wire.WireAsset`;
+export const DRIVER_FACTORY = `${K}driver.`;
+export const PLACEHOLDER = 'placeholder';
+
+const set = (o: object, k: string, v: unknown) => setOwn(o as Props, k, v);
+const transport = (k: string) => /^(broker-url|client-id|username|password|keep-alive|clean-session|tls\..*)$/.test(k);
+
+interface Singleton {
+  pid: string;
+  /** The configuration file section ('' = the top-level keys of the daemon). */
+  section: string;
+  spec: Spec;
+  mine: (key: string) => boolean;
+}
+
+const S = (pid: string, section: string, spec: Spec, mine: (k: string) => boolean = () => true): Singleton => ({
+  pid: K + pid,
+  section,
+  spec: Object.fromEntries(Object.entries(spec).filter(([k]) => mine(k))),
+  mine: section ? mine : (k) => k in spec,
+});
+
+export const SINGLETONS: Singleton[] = [
+  S('gatewayd.Daemon', '', validateDaemon.spec!),
+  S('internal.rest.provider.RestService', 'rest', validateRest.spec!),
+  S('web.Console', 'console', validateConsole.spec!),
+  S('http.server.manager.HttpService', 'http', validateHttp.spec!),
+  S('core.data.transport.mqtt.MqttDataTransport', 'mqtt', mqttSection.spec!, transport),
+  S('cloud.CloudService', 'mqtt', mqttSection.spec!, (k) => !transport(k)),
+  S('deployment.agent', 'deploy', deploySection.spec!),
+];
+
+export const singleton = (pid: string) => SINGLETONS.find((s) => s.pid === pid);
+
+/** A component of a configuration: its properties as configuration-file JSON values. */
+export interface Component {
+  pid: string;
+  factoryPid?: string;
+  props: Props;
+}
+
+// Kura's generic channel properties carry a `+` (`<ch>#+type`); driver and gatewayd keys do not.
+const PLUS = ['enabled', 'type', 'value.type', 'scale', 'offset', 'unit'];
+// Kura's name rule: text before the first `#`, no `/ + ,` or space; other keys are ignored.
+const CHANNEL_KEY = /^([^#/+, ]+)#(\+?)(.+)$/;
+// Accepted for Kura tooling, without effect here: WireAsset's emit/timestamp options, `+name`,
+// `+listen` and the service properties Kura reports.
+const IGNORED = /^(emit\..*|timestamp\.mode|kura\.service\.pid|service\.(factoryPid|pid))$/;
+
+export function flattenAsset(a: Raw): Props {
+  const out: Props = {};
+  for (const [k, v] of Object.entries(a)) {
+    if (k !== 'channels') set(out, k, v);
+    else if (isObj(v)) for (const [ch, c] of Object.entries(v)) if (isObj(c)) for (const [ck, cv] of Object.entries(c)) set(out, `${ch}#${PLUS.includes(ck) ? '+' : ''}${ck}`, cv);
+  }
+  return out;
+}
+
+export function unflattenAsset(props: Props): Raw {
+  const out: Raw = {};
+  const channels: Record<string, Raw> = {};
+  for (const [k, v] of Object.entries(props)) {
+    const m = CHANNEL_KEY.exec(k);
+    if (!m) {
+      if (!k.includes('#') && !IGNORED.test(k)) set(out, k, v);
+    } else if (!(m[2] && (m[3] === 'name' || m[3] === 'listen'))) {
+      if (!Object.hasOwn(channels, m[1])) set(channels, m[1], {});
+      set(channels[m[1]], m[3], /^(value\.)?type$/.test(m[3]) && typeof v === 'string' ? v.toUpperCase() : v);
+    }
+  }
+  if (Object.keys(channels).length) out.channels = channels;
+  return out;
+}
+
+const sectionOf = (raw: Raw, s: Singleton): Raw => {
+  const v = s.section ? raw[s.section] : raw;
+  return isObj(v) ? v : {};
+};
+
+const drivers = (raw: Raw) => (raw.drivers === undefined ? { sim: { factory: 'simulator' } } : raw.drivers);
+
+/** The components of a (raw) configuration, properties as written (no defaults). */
+export function componentsOf(raw: Raw): Component[] {
+  const out: Component[] = SINGLETONS.map((s) => ({ pid: s.pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) }));
+  for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) out.push({ pid, factoryPid: DRIVER_FACTORY + String(d.factory), props: { ...d, factory: undefined } });
+  if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) out.push({ pid, factoryPid: ASSET_FACTORY, props: flattenAsset(a) });
+  for (const c of out) delete c.props.factory;
+  return out;
+}
+
+/** The runtime layer: property values by pid (null removes one), created and deleted components. */
+export interface Layer {
+  formatVersion: 1;
+  /** `pinned`: the image's properties of this component do not show through (created, rolled back). */
+  components: Record<string, { factoryPid?: string; pinned?: boolean; props: Props }>;
+  deleted: string[];
+}
+
+export const emptyLayer = (): Layer => ({ formatVersion: 1, components: {}, deleted: [] });
+
+function merge(into: Raw, over: Props): Raw {
+  for (const [k, v] of Object.entries(over)) {
+    if (v === null) delete into[k];
+    else set(into, k, v);
+  }
+  return into;
+}
+
+/**
+ * The effective configuration: the image with the runtime layer on top, property by property. A
+ * factory component the layer changed but the image no longer defines is gone (it follows the image)
+ * unless the layer created or pinned it.
+ */
+export function applyLayer(image: Raw, layer: Layer): Raw {
+  const out = structuredClone(image);
+  out.drivers = drivers(out);
+  const map = (k: string): Raw => (isObj(out[k]) ? out[k] : (out[k] = {})) as Raw;
+  for (const pid of layer.deleted) delete map('drivers')[pid], delete map('assets')[pid];
+  for (const [pid, c] of Object.entries(layer.components)) {
+    const s = singleton(pid);
+    if (s) {
+      const sec = s.section ? map(s.section) : out;
+      if (c.pinned) for (const k of Object.keys(sec)) if (s.mine(k)) delete sec[k];
+      merge(sec, c.props);
+    } else if (c.factoryPid) {
+      const asset = c.factoryPid === ASSET_FACTORY;
+      const kind = map(asset ? 'assets' : 'drivers');
+      const img = kind[pid];
+      if (!c.pinned && !isObj(img)) continue;
+      const base = c.pinned ? {} : asset ? flattenAsset(img as Raw) : { ...(img as Raw) };
+      delete base.factory;
+      merge(base, c.props);
+      set(kind, pid, asset ? unflattenAsset(base) : { factory: c.factoryPid.slice(DRIVER_FACTORY.length), ...base });
+    }
+  }
+  return out;
+}
+
+// ---- definitions ---------------------------------------------------------------------------------
+
+export interface Ocd {
+  id: string;
+  name: string;
+  description?: string;
+  ads: AttributeDef[];
+}
+
+const adsOfSpec = (spec: Spec): AttributeDef[] =>
+  Object.entries(spec).map(([id, [v, def]]) => ({ ...(v.ad ?? { type: 'STRING' }), id, default: def, ...(id === 'password' && { type: 'PASSWORD' }) }) as AttributeDef);
+
+/**
+ * A factory's definitions: declared (`DriverFactory.ocd`), else recorded from what its validator
+ * reads; keys neither covers show as STRING.
+ */
+function driverAds(registry: DriverRegistry, name: string, channel: boolean): AttributeDef[] {
+  const f = registry.get(name);
+  let declared = (channel ? f?.ocd?.channel : f?.ocd?.instance) ?? [];
+  if (f && !f.ocd) {
+    const seen: AttributeDef[] = (recorder.ads = []);
+    try {
+      if (channel) f.validateChannel({}, 'INTEGER', '', {});
+      else f.validateInstance({}, '');
+    } catch {
+      // a definition is only a help
+    }
+    recorder.ads = undefined;
+    declared = seen.filter((a, i) => seen.findIndex((b) => b.id === a.id) === i).map((a) => Object.assign({}, ...seen.filter((b) => b.id === a.id)));
+  }
+  const keys = (channel ? f?.channelKeys : f?.instanceKeys) ?? [];
+  return [...declared.filter((a) => keys.includes(a.id)), ...keys.filter((k) => !declared.some((a) => a.id === k)).map((id) => ({ id, type: 'STRING' as const }))];
+}
+
+const TYPES: Record<string, AttributeDef['type']> = { S: 'STRING', I: 'INTEGER', B: 'BOOLEAN', D: 'DOUBLE' };
+const ads = (rows: [string, string, unknown?, string?, number?][]): AttributeDef[] => rows.map(([id, t, d, o, min]) => ({ id, type: TYPES[t], default: d, options: o?.split(' '), min }));
+const CHANNEL_ADS = ads([
+  ['+name', 'S', 'Channel-1'],
+  ['+enabled', 'B', true],
+  ['+type', 'S', 'READ', 'READ WRITE READ_WRITE'],
+  ['+value.type', 'S', 'INTEGER', 'BOOLEAN BYTE_ARRAY DOUBLE INTEGER LONG FLOAT STRING'],
+  ['+scale', 'D', 1],
+  ['+offset', 'D', 0],
+  ['+unit', 'S', ''],
+  ['deadband', 'D', 0, , 0],
+]);
+const ASSET_ADS = ads([['asset.desc', 'S'], ['driver.pid', 'S'], ['poll.interval', 'I', 0, , 0], ['publish.max.interval', 'I', 0, , 0]]);
+for (const a of [...CHANNEL_ADS.slice(0, 4), ASSET_ADS[1]]) a.required = true;
+
+/**
+ * The definition of a component. Assets: Kura's base ADs, then per channel the generic ADs and the
+ * driver's channel ADs cloned as `<ch>#<id>` (as Kura does once the driver is attached).
+ */
+export function ocdOf(c: Component, raw: Raw, registry: DriverRegistry): Ocd | undefined {
+  const s = singleton(c.pid);
+  if (s) return { id: s.pid, name: s.pid.slice(s.pid.lastIndexOf('.') + 1), ads: adsOfSpec(s.spec) };
+  if (c.factoryPid === ASSET_FACTORY) {
+    const d = (drivers(raw) as Raw)[String(c.props['driver.pid'])];
+    const chAds = [...CHANNEL_ADS, ...(isObj(d) ? driverAds(registry, String(d.factory), true) : [])];
+    const list = [...ASSET_ADS];
+    for (const ch of channelNames(c.props)) for (const a of chAds) list.push({ ...a, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` });
+    return { id: `${K}asset`, name: 'Wire Asset', description: 'Configure Wire Asset Instance', ads: list };
+  }
+  return c.factoryPid ? factoryOcd(c.factoryPid, registry) : undefined;
+}
+
+export function factoryOcd(factoryPid: string, registry: DriverRegistry): Ocd | undefined {
+  const name = factoryPid.slice(DRIVER_FACTORY.length);
+  const f = factoryPid.startsWith(DRIVER_FACTORY) ? registry.get(name) : undefined;
+  return f && { id: factoryPid, name: f.ocd?.name ?? name, description: f.ocd?.description, ads: driverAds(registry, name, false) };
+}
+
+function channelNames(props: Props): string[] {
+  return [...new Set(Object.keys(props).map((k) => CHANNEL_KEY.exec(k)?.[1]).filter((n): n is string => n !== undefined))];
+}
+
+/** The properties to show: definition defaults, then the configured values (Kura: OCD defaults ⊕ stored). */
+export function shownProps(c: Component, ocd: Ocd | undefined): Props {
+  const out: Props = {};
+  const asset = c.factoryPid === ASSET_FACTORY;
+  if (!asset) for (const a of ocd?.ads ?? []) if (a.default !== undefined) set(out, a.id, a.default);
+  if (asset) for (const ch of channelNames(c.props)) set(out, `${ch}#+name`, ch);
+  return Object.assign(out, c.props);
+}
+
+// ---- Kura's typed properties ---------------------------------------------------------------------
+
+const INTS = ['INTEGER', 'LONG', 'SHORT', 'BYTE'];
+const NUMS = [...INTS, 'DOUBLE', 'FLOAT'];
+export const KURA_TYPES = ['STRING', 'CHAR', 'BOOLEAN', 'PASSWORD', ...NUMS];
+
+const first = (v: unknown) => (Array.isArray(v) ? v.find((e) => e !== null) : v);
+
+function inferType(v: unknown): string {
+  const x = first(v);
+  if (typeof x === 'boolean') return 'BOOLEAN';
+  if (typeof x === 'number') return Number.isInteger(x) ? (Math.abs(x) < 2 ** 31 ? 'INTEGER' : 'LONG') : 'DOUBLE';
+  return 'STRING';
+}
+
+/** Whether the definition's type describes the value (else the value's own type is shown). */
+function fits(type: string | undefined, v: unknown): boolean {
+  const x = first(v);
+  if (!type || isObj(x) || Array.isArray(x)) return false;
+  if (x === undefined) return true;
+  if (NUMS.includes(type)) return typeof x === 'number' && (!INTS.includes(type) || Number.isInteger(x));
+  return type === 'BOOLEAN' ? typeof x === 'boolean' : typeof x === 'string';
+}
+
+/** JSON text as Kura's Gson writes it: `< > & = '` escaped, DOUBLE values as Java prints them (`1.0`). */
+export const json = (v: unknown) =>
+  JSON.stringify(v)
+    .replace(/"\\u0001([^"]*)"/g, '$1')
+    .replace(/[<>&=']/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`);
+
+/** Kura's PropertyDTO `{"value":…,"type":T}`; undefined for a value Kura would not show. */
+export function property(v: unknown, ad: AttributeDef | undefined, mask: boolean): { value: unknown; type: string } | undefined {
+  if (v === undefined || v === null) return undefined;
+  const type = fits(ad?.type, v) ? ad!.type : inferType(v);
+  const one = (x: unknown) =>
+    x === null ? x : type === 'PASSWORD' && mask ? PLACEHOLDER : typeof x === 'number' && /DOUBLE|FLOAT/.test(type) ? `\u0001${javaDoubleText(x)}` : typeof x === 'object' ? JSON.stringify(x) : x;
+  return { value: Array.isArray(v) && !ad?.json && !Array.isArray(first(v)) && !isObj(first(v)) ? v.map(one) : one(v), type };
+}
+
+/**
+ * A request property `{"type","value"}` checked as Kura's PropertyDTO does, as a configuration-file
+ * value: the error text is Kura's (`Invalid property for type INTEGER: foo`). `null`: remove.
+ */
+export function propertyValue(p: unknown, ad: AttributeDef | undefined): unknown {
+  if (p === null || p === undefined) throw new Error('propety values cannot be null');
+  if (!isObj(p) || !KURA_TYPES.includes(p.type as string)) throw new Error('parameter "type" is required');
+  const type = p.type as string;
+  const one = (x: unknown) => {
+    const ok = x === null || (NUMS.includes(type) ? typeof x === 'number' : type === 'BOOLEAN' ? typeof x === 'boolean' : typeof x === 'string' && (type !== 'CHAR' || x.length === 1));
+    if (!ok) throw new Error(`Invalid property for type ${type}: ${typeof x === 'number' ? javaDoubleText(x) : typeof x === 'string' ? x : JSON.stringify(x)}`);
+    return typeof x === 'number' && INTS.includes(type) ? Math.trunc(x) : x;
+  };
+  const v = p.value ?? null;
+  if (Array.isArray(v)) return v.map(one);
+  const r = one(v);
+  if (ad?.json && typeof r === 'string') {
+    try {
+      return JSON.parse(r);
+    } catch {
+      // the validator names the problem
+    }
+  }
+  return r;
+}
+
+/** One component as Kura's ComponentConfigurationDTO (serialise with {@link json}). */
+export function configDto(c: Component, ocd: Ocd | undefined, opts: { definition?: boolean; mask?: boolean; defaultsOnly?: boolean }) {
+  const props = opts.defaultsOnly ? Object.fromEntries((ocd?.ads ?? []).map((a) => [a.id, a.default])) : { ...shownProps(c, ocd), 'kura.service.pid': c.pid, 'service.factoryPid': c.factoryPid };
+  const properties: Props = {};
+  for (const [k, v] of Object.entries(props)) set(properties, k, property(v, ocd?.ads.find((a) => a.id === k), !!opts.mask));
+  return { pid: c.pid, definition: opts.definition && ocd ? ocdDto(ocd) : undefined, properties };
+}
+
+export function ocdDto(o: Ocd) {
+  const ad = o.ads.map((a) => ({
+    option: a.options?.map((value) => ({ label: value, value })),
+    name: a.name ?? a.id,
+    description: a.description,
+    id: a.id,
+    type: a.type,
+    cardinality: a.cardinality ?? 0,
+    min: a.min?.toString(),
+    max: a.max?.toString(),
+    defaultValue: a.default === undefined || isObj(a.default) ? undefined : typeof a.default === 'number' && a.type === 'DOUBLE' ? javaDoubleText(a.default) : String(a.default),
+    isRequired: !!a.required,
+  }));
+  return { ad: ad.length ? ad : undefined, name: o.name, description: o.description, id: o.id };
+}
+
+/**
+ * The pid and property a validation problem's key path is about (`assets.a1.channels.c1.value.type`
+ * → `a1`, `c1#+value.type`), for error messages.
+ */
+export function locate(path: string, raw: Raw): string {
+  const p = path.replace(/\[\d+\]/g, '');
+  const after = (obj: unknown, base: string) => {
+    const name = Object.keys(isObj(obj) ? obj : {}).filter((n) => `${p}.`.startsWith(`${base}.${n}.`)).sort((a, b) => b.length - a.length)[0];
+    return name === undefined ? undefined : { name, rest: p.slice(base.length + name.length + 2) };
+  };
+  let pid: string | undefined;
+  let prop = p;
+  for (const kind of ['drivers', 'assets']) {
+    const f = p.startsWith(`${kind}.`) && after(raw[kind], kind);
+    if (!f) continue;
+    const a = (raw[kind] as Raw)[f.name];
+    const c = f.rest.startsWith('channels.') ? after(isObj(a) && a.channels, `${kind}.${f.name}.channels`) : undefined;
+    pid = f.name;
+    prop = c ? `${c.name}#${PLUS.includes(c.rest) ? '+' : ''}${c.rest}` : f.rest;
+  }
+  if (!pid) {
+    const s = SINGLETONS.find((s) => (s.section ? p === s.section || (p.startsWith(`${s.section}.`) && s.mine(p.slice(s.section.length + 1))) : s.mine(p)));
+    pid = s?.pid ?? DAEMON_PID;
+    if (s?.section) prop = p.slice(s.section.length + 1);
+  }
+  return `Invalid configuration of ${pid}${prop ? `, property ${prop}` : ''}`;
+}

@@ -1,0 +1,153 @@
+// Runtime configuration (docs/configuration-v2.md): the image file with the runtime layer of
+// dataDir/config on top. Every change is validated whole, as check-config validates the file, then
+// written atomically and applied live through the daemon's reload path; nothing half-applied.
+
+import path from 'node:path';
+import type { Problem } from '../drivers/driver.js';
+import type { DriverRegistry } from '../drivers/registry.js';
+import type { Logger } from '../log.js';
+import { errorsOf, readConfigFile, validateConfig, type Config, type LoadResult } from '../config/config.js';
+import { applyLayer, componentsOf, emptyLayer, locate, ocdOf, shownProps, type Component, type Layer, type Raw } from './model.js';
+import { ConfigStore } from './store.js';
+import { RequestError } from '../core/errors.js';
+
+export interface Loaded extends LoadResult {
+  image: Raw;
+  layer: Layer;
+  effective: Raw;
+  /** Why the runtime layer was not applied (the daemon then runs the image's configuration). */
+  layerProblems: Problem[];
+  store?: ConfigStore;
+}
+
+/**
+ * Reads the image file and the runtime layer (`layer`, else the one in dataDir/config) and validates
+ * them together: check-config, start, SIGHUP, and every change (`image` given: no file read).
+ */
+export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Raw): Loaded {
+  const abs = path.resolve(file);
+  const validate = (raw: unknown) => validateConfig(raw, registry, path.dirname(abs), abs);
+  const img = image ? { raw: image, problems: [] } : readConfigFile(abs);
+  const raw = img.raw as Raw;
+  const out: Loaded = { ...(img.problems.length ? { config: undefined as unknown as Config, problems: img.problems } : validate(raw)), image: raw, layer: emptyLayer(), effective: raw, layerProblems: [] };
+  if (errorsOf(out.problems).length > 0) return out;
+  const store = (out.store = new ConfigStore(out.config.dataDir));
+  try {
+    layer ??= store.readLayer();
+  } catch (err) {
+    out.layerProblems.push({ path: store.dir, message: (err as Error).message });
+    return out;
+  }
+  const effective = applyLayer(raw, layer);
+  const res = validate(effective);
+  const errors = errorsOf(res.problems);
+  if (errors.length > 0) {
+    out.layerProblems = errors.map((e) => ({ ...e, message: `${locate(e.path, effective)}: ${e.message}` }));
+    return out;
+  }
+  return { ...res, image: raw, layer, effective, layerProblems: [], store };
+}
+
+/** A refusal answered 400 (or 500 where Kura does) with `{"message": …}`. */
+export class ConfigError extends RequestError {}
+
+export interface ServiceOptions {
+  file: string;
+  registry: DriverRegistry;
+  log: Logger;
+  /** Applies a validated configuration live (the daemon's reload path). */
+  apply(config: Config): Promise<void>;
+}
+
+export class ConfigurationService {
+  private state: Loaded;
+  readonly store: ConfigStore;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly opts: ServiceOptions) {
+    this.state = loadEffective(opts.file, opts.registry);
+    this.store = this.state.store ?? new ConfigStore(this.state.config.dataDir);
+    this.store.open();
+  }
+
+  /** Starts the service; a first snapshot records the configuration the device started with. */
+  static async start(opts: ServiceOptions): Promise<ConfigurationService> {
+    const svc = new ConfigurationService(opts);
+    if (svc.store.snapshotIds().length === 0) await svc.snapshot();
+    return svc;
+  }
+
+  get registry(): DriverRegistry {
+    return this.opts.registry;
+  }
+
+  get effective(): Raw {
+    return this.state.effective;
+  }
+
+  /** One request at a time, in arrival order: reads see no half-made change. */
+  serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  components(): Component[] {
+    return componentsOf(this.state.effective);
+  }
+
+  component(pid: string): Component | undefined {
+    return this.components().find((c) => c.pid === pid);
+  }
+
+  /** A snapshot holds every component with every property (definition defaults included). */
+  snapshot(): Promise<number> {
+    const all = this.components().map((c) => ({ ...c, props: shownProps(c, ocdOf(c, this.effective, this.registry)) }));
+    return this.store.writeSnapshot(all, this.state.config.snapshotsMax);
+  }
+
+  /**
+   * Validates the layer `mutate` makes, stores it, applies it. Returns, for a change of the `http`
+   * component, the message that it takes effect at the next start.
+   */
+  async change(mutate: (layer: Layer) => void, takeSnapshot: boolean): Promise<string | undefined> {
+    const layer = structuredClone(this.state.layer);
+    mutate(layer);
+    const next = loadEffective(this.opts.file, this.registry, layer, this.state.image);
+    if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
+    const httpChanged = JSON.stringify(next.config.http) !== JSON.stringify(this.state.config.http);
+    await this.store.writeLayer(layer);
+    this.state = next;
+    await this.opts.apply(next.config);
+    if (takeSnapshot) await this.snapshot();
+    this.opts.log.info('runtime configuration changed', { dir: this.store.dir });
+    return httpChanged ? 'The http settings were saved; they take effect at the next start of gatewayd.' : undefined;
+  }
+
+  /** SIGHUP: the file again, with the runtime layer on top. A bad result keeps what runs. */
+  async reload(): Promise<boolean> {
+    const next = loadEffective(this.opts.file, this.registry, this.state.layer);
+    const errors = [...errorsOf(next.problems), ...next.layerProblems];
+    for (const e of errors) this.opts.log.error('reload refused: configuration problem', { key: e.path || '(file)', problem: e.message });
+    if (errors.length > 0) return false;
+    this.state = next;
+    await this.opts.apply(next.config);
+    return true;
+  }
+
+  /** Restores snapshot `id` as the runtime layer: every property of the snapshot is pinned. */
+  rollback(id: number): Promise<string | undefined> {
+    const snap = this.store.readSnapshot(id);
+    if (!snap) throw new ConfigError(500, `Configuration snapshot ${id} was not found.`);
+    return this.change((layer) => {
+      const keep = new Set(snap.map((c) => c.pid));
+      layer.components = Object.fromEntries(snap.map((c) => [c.pid, { factoryPid: c.factoryPid, pinned: true, props: c.props }]));
+      layer.deleted = componentsOf(this.state.image).filter((c) => c.factoryPid && !keep.has(c.pid)).map((c) => c.pid);
+    }, true);
+  }
+
+  /** The image's configuration again (the runtime layer dropped; snapshots kept). */
+  reset(takeSnapshot: boolean): Promise<string | undefined> {
+    return this.change((layer) => Object.assign(layer, emptyLayer()), takeSnapshot);
+  }
+}
