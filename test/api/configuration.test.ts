@@ -1,0 +1,334 @@
+// configuration/v2 over REST against the real daemon: Kura's shapes, messages and validation order
+// (Kura's ConfigurationRestServiceTest cases that apply, and the black-box checks derived from Kura's
+// behaviour), assets created the Kura way, snapshots and rollback, and our decided deviations
+// (docs/configuration-v2.md): 400 with the pid and property for values outside their definition,
+// `placeholder` keeps a password, http changes wait for the next start.
+import t from 'tap';
+import { startDaemon } from '../helpers/daemon.js';
+import { basic } from '../helpers/session-client.js';
+
+const C = '/services/configuration/v2';
+const REST = 'org.eclipse.kura.internal.rest.provider.RestService';
+const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+const HTTP = 'org.eclipse.kura.http.server.manager.HttpService';
+const DAEMON = 'org.eclipse.kura.gatewayd.Daemon';
+const WA = 'org.eclipse.kura.wire.WireAsset';
+
+const asset = (pid: string, extra: Record<string, unknown> = {}) => ({
+  configs: [
+    {
+      factoryPid: WA,
+      pid,
+      properties: {
+        'driver.pid': { type: 'STRING', value: 'sim' },
+        'c1#+name': { type: 'STRING', value: 'c1' },
+        'c1#+type': { type: 'STRING', value: 'READ' },
+        'c1#+value.type': { type: 'STRING', value: 'INTEGER' },
+        'c1#+enabled': { type: 'BOOLEAN', value: true },
+        ...extra,
+      },
+    },
+  ],
+});
+
+t.test('configuration/v2', async (t) => {
+  const d = await startDaemon(t, {
+    rest: { 'login.throttle.max.delay': 0 },
+    identities: {
+      admin: { password: 'admin', permissions: ['kura.admin'] },
+      conf: { password: 'conf', permissions: ['rest.configuration'] },
+      other: { password: 'other', permissions: ['rest.assets'] },
+    },
+    mqtt: { password: 's3cret' },
+    drivers: { sim: { factory: 'simulator' } },
+    assets: { demo: { 'driver.pid': 'sim', channels: { t: { type: 'READ', 'value.type': 'DOUBLE', scale: 1, simulation: 'sine' } } } },
+  });
+  const admin = basic(d, 'conf', 'conf');
+  const get = async (p: string) => admin.request(`${C}/${p}`);
+  const post = async (p: string, body?: unknown, method = 'POST') => admin.request(`${C}/${p}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const update = (configs: unknown[], takeSnapshot?: boolean) => post('configurableComponents/configurations/_update', { configs, takeSnapshot }, 'PUT');
+  const byPid = async (pid: string) => (await post('configurableComponents/configurations/byPid', { pids: [pid] })).json().configs[0];
+  const ids = async (): Promise<number[]> => (await get('snapshots')).json().ids;
+
+  t.test('check 1: role configuration (401 anonymous, 403 without it), ids ascending', async (t) => {
+    t.equal((await d.request(`${C}/snapshots`)).status, 401);
+    t.equal((await basic(d, 'other', 'other').request(`${C}/snapshots`)).status, 403);
+    t.equal((await basic(d, 'admin', 'admin').request(`${C}/snapshots`)).status, 200, 'kura.admin passes');
+    const r = await get('snapshots');
+    t.equal(r.status, 200);
+    const list = r.json().ids;
+    t.ok(list.length >= 1, 'the start-up snapshot exists');
+    t.same(list, [...list].sort((a: number, b: number) => a - b));
+  });
+
+  t.test('check 2: _write answers a new, larger id', async (t) => {
+    const before = await ids();
+    const a = (await post('snapshots/_write')).json().id;
+    const b = (await post('snapshots/_write')).json().id;
+    t.ok(a > Math.max(...before) && b > a);
+    t.same((await ids()).slice(-2), [a, b]);
+  });
+
+  t.test('check 3: every section, driver and asset is a component; factory pids', async (t) => {
+    const pids = (await get('configurableComponents')).json().pids;
+    for (const p of [DAEMON, REST, 'org.eclipse.kura.web.Console', HTTP, MQTT, 'org.eclipse.kura.cloud.CloudService', 'org.eclipse.kura.deployment.agent', 'sim', 'demo']) t.ok(pids.includes(p), p);
+    const comps = (await get('configurableComponents/pidsWithFactory')).json().components;
+    t.same(comps.find((c: any) => c.pid === 'demo'), { pid: 'demo', factoryPid: WA });
+    t.same(comps.find((c: any) => c.pid === 'sim'), { pid: 'sim', factoryPid: 'org.eclipse.kura.driver.simulator' });
+    t.same(comps.find((c: any) => c.pid === REST), { pid: REST }, 'singletons without factoryPid');
+  });
+
+  t.test('check 4, Kura 67-68: byPid order, unknown omitted, missing pids', async (t) => {
+    t.equal((await post('configurableComponents/configurations/byPid', { pids: ['nope'] })).body, '{"configs":[]}');
+    const r = (await post('configurableComponents/configurations/byPid', { pids: [REST, 'demo'] })).json();
+    t.same(r.configs.map((c: any) => c.pid), [REST, 'demo']);
+    const bad = await post('configurableComponents/configurations/byPid', {});
+    t.equal(bad.status, 400);
+    t.equal(bad.body, '{"message":"parameter \\"pids\\" is required"}');
+  });
+
+  t.test('check 5, Kura 79-87: key order, AD keys, DOUBLE text, passwords', async (t) => {
+    const r = await post('configurableComponents/configurations/byPid', { pids: ['demo'] });
+    t.match(r.body, /^\{"configs":\[\{"pid":"demo","definition":\{"ad":\[/);
+    t.match(r.body, /"t#\+scale":\{"value":1\.0,"type":"DOUBLE"\}/, 'DOUBLE 1 is 1.0, value before type');
+    const c = r.json().configs[0];
+    t.equal(c.definition.id, 'org.eclipse.kura.asset', 'check 19');
+    const ad = c.definition.ad.find((a: any) => a.id === 'poll.interval');
+    t.same(Object.keys(ad), ['name', 'id', 'type', 'cardinality', 'min', 'defaultValue', 'isRequired']);
+    t.same(ad, { name: 'poll.interval', id: 'poll.interval', type: 'INTEGER', cardinality: 0, min: '0', defaultValue: '0', isRequired: false });
+    t.ok(c.definition.ad.some((a: any) => a.id === 't#+type' && a.option.length === 3), 'channel ADs cloned per channel');
+    t.ok(c.definition.ad.some((a: any) => a.id === 't#simulation'), "the driver's channel ADs");
+    t.notOk(/"required"|"default"/.test(r.body));
+    const rest = await byPid(REST);
+    t.same(rest.properties['session.inactivity.interval'], { value: 900, type: 'LONG' }, 'defaults shown');
+    t.same(rest.properties['allowed.ports'], { value: [], type: 'INTEGER' });
+  });
+
+  t.test('check 6, Kura 19: PASSWORD reads placeholder everywhere', async (t) => {
+    t.same((await byPid(MQTT)).properties.password, { value: 'placeholder', type: 'PASSWORD' });
+    const all = await get('configurableComponents/configurations');
+    t.notOk(all.body.includes('s3cret'));
+    const id = (await post('snapshots/_write')).json().id;
+    const snap = await post('snapshots/byId', { id });
+    t.notOk(snap.body.includes('s3cret'), 'snapshots are masked too (deviation from Kura)');
+    t.ok(snap.body.includes('"placeholder"'));
+  });
+
+  t.test('checks 7-8, 12: _update merges; takeSnapshot', async (t) => {
+    const s = await ids();
+    let r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1200 } } }], false);
+    t.equal(r.status, 200);
+    t.equal(r.body, '');
+    const p = (await byPid(REST)).properties;
+    t.same(p['session.inactivity.interval'], { value: 1200, type: 'LONG' });
+    t.same(p['auth.basic.enabled'], { value: true, type: 'BOOLEAN' }, 'other properties unchanged');
+    t.same(await ids(), s, 'no snapshot with takeSnapshot false');
+    r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1300 } } }]);
+    t.equal(r.status, 200);
+    const after = await ids();
+    t.equal(after.length, s.length + 1, 'one snapshot by default');
+    const snap = (await post('snapshots/byId', { id: after[after.length - 1] })).json().configs;
+    const restSnap = snap.find((c: any) => c.pid === REST);
+    t.same(restSnap.properties['session.inactivity.interval'], { value: 1300, type: 'LONG' });
+    t.notOk('definition' in restSnap, 'check 21: no definition in snapshots');
+    // check 12: a property with no value is removed: the default shows again.
+    t.equal((await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG' } } }], false)).status, 200);
+    t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'LONG' });
+  });
+
+  t.test('checks 9-10, Kura 55-65: request validation order and texts, nothing applied', async (t) => {
+    const cases: [unknown, string][] = [
+      [{}, 'parameter "configs" is required'],
+      [{ configs: [{ pid: 'x' }] }, 'parameter "properties" is required'],
+      [{ configs: [{ properties: {} }] }, 'parameter "pid" is required'],
+      [{ configs: [null] }, 'component configuration objects cannot be null'],
+      [{ configs: [{ pid: REST, properties: { k: null } }] }, 'propety values cannot be null'],
+      [{ configs: [{ pid: REST, properties: { k: { value: 1 } } }] }, 'parameter "type" is required'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'INTEGER', value: 'foo' } } }] }, 'Invalid property for type INTEGER: foo'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'STRING', value: 12 } } }] }, 'Invalid property for type STRING: 12.0'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'PASSWORD', value: 12 } } }] }, 'Invalid property for type PASSWORD: 12.0'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'CHAR', value: 'ab' } } }] }, 'Invalid property for type CHAR: ab'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'CHAR', value: 12 } } }] }, 'Invalid property for type CHAR: 12.0'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'INTEGER', value: ['foo'] } } }] }, 'Invalid property for type INTEGER: foo'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'STRING', value: [12] } } }] }, 'Invalid property for type STRING: 12.0'],
+      [{ configs: [{ pid: REST, properties: { k: { type: 'BOOLEAN', value: 'foo' } } }] }, 'Invalid property for type BOOLEAN: foo'],
+    ];
+    const before = (await get('configurableComponents/configurations')).body;
+    for (const [body, msg] of cases) {
+      const r = await post('configurableComponents/configurations/_update', body, 'PUT');
+      t.equal(r.status, 400, msg);
+      t.same(r.json(), { message: msg });
+    }
+    // A valid first config and an invalid second one: nothing of either is applied.
+    const r = await update([
+      { pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1500 } } },
+      { pid: MQTT, properties: { 'keep-alive': { type: 'INTEGER', value: 'x' } } },
+    ]);
+    t.equal(r.status, 400);
+    t.equal((await get('configurableComponents/configurations')).body, before, 'nothing applied');
+  });
+
+  t.test('check 11: unknown pid ignored, 200', async (t) => {
+    t.equal((await update([{ pid: 'zzz', properties: { k: { type: 'INTEGER', value: 1 } } }], false)).status, 200);
+    t.notOk((await get('configurableComponents')).json().pids.includes('zzz'));
+  });
+
+  t.test('check 13: PASSWORD update; placeholder keeps the stored value (deviation)', async (t) => {
+    t.equal((await update([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'n3w' } } }], false)).status, 200);
+    t.same((await byPid(MQTT)).properties.password, { value: 'placeholder', type: 'PASSWORD' });
+    t.equal((await update([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'placeholder' }, 'keep-alive': { type: 'INTEGER', value: 40 } } }], false)).status, 200);
+    const fs = await import('node:fs');
+    const layer = JSON.parse(fs.readFileSync(`${d.dataDir}/config/runtime.json`, 'utf8'));
+    t.equal(layer.components[MQTT].props.password, 'n3w', 'placeholder did not overwrite the password');
+    t.equal(layer.components[MQTT].props['keep-alive'], 40);
+    t.notOk(d.logs.some((l) => l.includes('n3w') || l.includes('s3cret')), 'never logged');
+  });
+
+  t.test('check 14 (deviation): a value outside its definition is 400 naming pid and property', async (t) => {
+    const r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 0 } } }], false);
+    t.equal(r.status, 400);
+    t.same(r.json(), { message: `Invalid configuration of ${REST}, property session.inactivity.interval: must be at least 1, got 0` });
+    const u = await update([{ pid: REST, properties: { 'no.such.key': { type: 'STRING', value: 'x' } } }], false);
+    t.equal(u.status, 400);
+    t.match(u.json().message, `${REST}, property no.such.key: unknown key`);
+  });
+
+  t.test('check 15: factory OCDs', async (t) => {
+    const r = (await get('factoryComponents/ocd')).json().configs;
+    const modbus = r.find((c: any) => c.pid === 'org.eclipse.kura.driver.modbus');
+    t.same(modbus.properties, {});
+    const port = modbus.definition.ad.find((a: any) => a.id === 'modbus.tcp-udp.port');
+    t.same(port, { name: 'modbus.tcp-udp.port', id: 'modbus.tcp-udp.port', type: 'INTEGER', cardinality: 0, min: '1', max: '65535', defaultValue: '502', isRequired: false });
+    t.same((await get('factoryComponents')).json().pids.sort(), ['org.eclipse.kura.driver.gpio', 'org.eclipse.kura.driver.modbus', 'org.eclipse.kura.driver.simulator']);
+    t.equal((await post('factoryComponents/ocd/byFactoryPid', { pids: ['x.y'] })).body, '{"configs":[]}');
+  });
+
+  t.test('checks 16-17, 19: an asset created the Kura way reads at once', async (t) => {
+    const s = await ids();
+    const r = await post('factoryComponents', asset('a1', { 'c1#simulation': { type: 'STRING', value: 'counter' } }));
+    t.equal(r.status, 200);
+    t.equal(r.body, '');
+    t.ok((await d.request('/services/assets', { headers: { authorization: 'Basic ' + Buffer.from('admin:admin').toString('base64') } })).body.includes('"a1"'));
+    const a = await basic(d, 'admin', 'admin').request('/services/assets/a1');
+    t.same(a.json().channels ?? a.json(), a.json().channels ?? a.json());
+    t.match(a.body, /"name":"c1","type":"READ","valueType":"INTEGER"/);
+    const read = await basic(d, 'admin', 'admin').request('/services/assets/a1/_read', { method: 'POST', body: { channels: ['c1'] } });
+    t.match(read.body, /"channelFlag":"SUCCESS"/);
+    t.equal((await ids()).length, s.length + 1, 'one snapshot');
+    const again = await post('factoryComponents', asset('a1'));
+    t.equal(again.status, 400, 'duplicate: 400 (deviation: Kura 500)');
+    t.same(again.json(), { message: 'Invalid parameter. pid a1 already exists' });
+    const nopid = await post('factoryComponents', { configs: [{ factoryPid: WA }] });
+    t.same([nopid.status, nopid.json()], [400, { message: 'Invalid parameter. pid cannot be null' }]);
+    const ads = (await byPid('a1')).definition.ad.map((a: any) => a.id);
+    for (const id of ['driver.pid', 'c1#+type', 'c1#+value.type', 'c1#simulation']) t.ok(ads.includes(id), id);
+  });
+
+  t.test('check 18: ill-formed channel keys are ignored, a channel without value.type is left out', async (t) => {
+    const r = await post('factoryComponents', {
+      configs: [
+        {
+          factoryPid: WA,
+          pid: 'a2',
+          properties: {
+            'driver.pid': { type: 'STRING', value: 'sim' },
+            'bad name#+type': { type: 'STRING', value: 'READ' },
+            'x/y#+type': { type: 'STRING', value: 'READ' },
+            '#+type': { type: 'STRING', value: 'READ' },
+            'c2#+type': { type: 'STRING', value: 'READ' },
+            'c_1#+type': { type: 'STRING', value: 'READ' },
+            'c_1#+value.type': { type: 'STRING', value: 'BOOLEAN' },
+          },
+        },
+      ],
+      takeSnapshot: false,
+    });
+    t.equal(r.status, 200);
+    const a = await basic(d, 'admin', 'admin').request('/services/assets/a2');
+    t.same(a.json().map((c: any) => c.name), ['c_1']);
+  });
+
+  t.test('check 20: delete a factory component', async (t) => {
+    const s = await ids();
+    const r = await post('factoryComponents/byPid', { pids: ['a2'], takeSnapshot: false }, 'DELETE');
+    t.same([r.status, r.body], [200, '']);
+    t.equal((await basic(d, 'admin', 'admin').request('/services/assets/a2')).status, 404);
+    t.same(await ids(), s);
+    t.equal((await post('factoryComponents/byPid', { pids: ['nope', REST] }, 'DELETE')).status, 200, 'unknown and singleton pids: no-op');
+    t.ok((await get('configurableComponents')).json().pids.includes(REST));
+    const e = await post('factoryComponents/byPid', {}, 'DELETE');
+    t.same([e.status, e.json()], [400, { message: 'parameter "pids" is required' }]);
+  });
+
+  t.test('checks 21-24: snapshots byId and rollback', async (t) => {
+    const miss = await post('snapshots/byId', { id: 1 });
+    t.equal(miss.status, 500);
+    t.match(miss.json().message, /was not found\.$/);
+    t.same((await post('snapshots/byId', {})).json(), { message: 'parameter "id" is required' });
+    t.equal((await post('factoryComponents', asset('a4'))).status, 200);
+    const x = (await ids()).at(-1)!;
+    t.equal((await post('factoryComponents/byPid', { pids: ['a4'] }, 'DELETE')).status, 200);
+    const y = (await ids()).at(-1)!;
+    t.ok(y > x);
+    const r = await post('snapshots/byId/_rollback', { id: x });
+    t.same([r.status, r.body], [200, '']);
+    t.ok((await get('configurableComponents')).json().pids.includes('a4'), 'a4 is back');
+    t.ok((await ids()).at(-1)! > y, 'the rollback saved a copy as a new snapshot');
+    // _rollback: the second most recent; twice in a row flips between the last two states.
+    const list = await ids();
+    const first = await post('snapshots/_rollback');
+    t.same(first.json(), { id: list.at(-2) });
+    t.notOk((await get('configurableComponents')).json().pids.includes('a4'));
+    const list2 = await ids();
+    t.same((await post('snapshots/_rollback')).json(), { id: list2.at(-2) });
+    t.ok((await get('configurableComponents')).json().pids.includes('a4'));
+  });
+
+  t.test('Kura 11-33: scalar and array property types', async (t) => {
+    const s = (await byPid('demo')).properties;
+    t.same(s['t#+enabled'] ?? { value: true, type: 'BOOLEAN' }, { value: true, type: 'BOOLEAN' });
+    t.same(s['t#+type'], { value: 'READ', type: 'STRING' });
+    const rest = (await byPid(REST)).properties;
+    t.same(rest['auth.basic.enabled'], { value: true, type: 'BOOLEAN' });
+    const deploy = (await byPid('org.eclipse.kura.deployment.agent')).properties;
+    t.same(deploy['file.allowed.dirs'], { value: ['/tmp'], type: 'STRING' }, 'STRING array');
+    t.same(rest['allowed.ports'], { value: [], type: 'INTEGER' }, 'INTEGER array');
+    t.equal((await update([{ pid: REST, properties: { 'allowed.ports': { type: 'INTEGER', value: [d.ports.http[0]] } } }], false)).status, 200);
+    t.same((await byPid(REST)).properties['allowed.ports'], { value: [d.ports.http[0]], type: 'INTEGER' });
+    t.equal((await update([{ pid: REST, properties: { 'allowed.ports': { type: 'INTEGER', value: [] } } }], false)).status, 200);
+  });
+
+  t.test('Kura 69-70, 89: _default gives definition defaults, unmasked', async (t) => {
+    const r = (await post('configurableComponents/configurations/byPid/_default', { pids: [MQTT, 'nope'] })).json().configs;
+    t.equal(r.length, 1);
+    t.same(r[0].properties['keep-alive'], { value: 30, type: 'INTEGER' });
+    t.same(r[0].properties.password, { value: '', type: 'PASSWORD' });
+    t.notOk('kura.service.pid' in r[0].properties);
+  });
+
+  t.test('http changes are stored for the next start, with a message', async (t) => {
+    const r = await update([{ pid: HTTP, properties: { 'bind.address': { type: 'STRING', value: '0.0.0.0' } } }], false);
+    t.equal(r.status, 200);
+    t.same(r.json(), { message: 'The http settings were saved; they take effect at the next start of gatewayd.' });
+    t.equal((await update([{ pid: HTTP, properties: { 'bind.address': { type: 'STRING', value: '127.0.0.1' } } }], false)).status, 200);
+  });
+
+  t.test('malformed and missing bodies are 400 (deviation: Kura 500)', async (t) => {
+    const r = await admin.request(`${C}/configurableComponents/configurations/_update`, { method: 'PUT', body: '{bad', headers: { 'content-type': 'application/json' } });
+    t.equal(r.status, 400);
+    t.ok(r.json().message);
+    const m = await admin.request(`${C}/configurableComponents/configurations/_update`, { method: 'PUT', headers: { 'content-type': 'application/json' } });
+    t.same([m.status, m.json()], [400, { message: 'parameter "configs" is required' }]);
+  });
+
+  t.test('_reset returns to the image, keeps snapshots', async (t) => {
+    const s = await ids();
+    const r = await post('_reset', { takeSnapshot: false });
+    t.equal(r.status, 200);
+    const pids = (await get('configurableComponents')).json().pids;
+    t.notOk(pids.includes('a1') || pids.includes('a4'), 'runtime assets gone');
+    t.ok(pids.includes('demo'));
+    t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'LONG' });
+    t.same(await ids(), s);
+  });
+});
