@@ -2,7 +2,7 @@
 // (GET PUT POST DEL EXEC, as Kura's request-handler proxy names them), the resource path and the
 // parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
 
-import { isPlainObject as isObj } from '../config/schema.js';
+import { isPlainObject as isObj, setOwn } from '../config/schema.js';
 import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
 import { ConfigError, type ConfigurationService } from './service.js';
 import { rawJson, type Family, type Method } from '../core/family.js';
@@ -34,7 +34,7 @@ function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Pro
       throw bad((err as Error).message);
     }
     const secret = ad?.type === 'PASSWORD' || (p as Props).type === 'PASSWORD';
-    if (!/^(kura\.service\.pid|service\.(factoryPid|pid))$/.test(k) && !(secret && v === PLACEHOLDER)) Object.defineProperty(out, k, { value: v, enumerable: true });
+    if (!/^(kura\.service\.pid|service\.(factoryPid|pid))$/.test(k) && !(secret && v === PLACEHOLDER)) setOwn(out, k, v);
   }
   return out;
 }
@@ -62,10 +62,11 @@ function configs(body: unknown, svc: Svc, create: boolean) {
   }
   return svc.change((layer) => {
     for (const { c, props } of todo) {
-      if (create) {
-        layer.deleted = layer.deleted.filter((p) => p !== c.pid);
-        layer.components[c.pid] = { factoryPid: c.factoryPid, pinned: true, props: Object.fromEntries(Object.entries(props).filter(([, v]) => v !== null)) };
-      } else Object.assign((layer.components[c.pid] ??= { factoryPid: c.factoryPid, props: {} }).props, props);
+      // Own properties throughout: `__proto__` is an ordinary pid or key here.
+      const has = Object.hasOwn(layer.components, c.pid);
+      if (create) layer.deleted = layer.deleted.filter((p) => p !== c.pid);
+      if (create || !has) setOwn(layer.components, c.pid, { factoryPid: c.factoryPid, pinned: create || undefined, props: {} });
+      for (const [k, v] of Object.entries(props)) if (!(create && v === null)) setOwn(layer.components[c.pid].props, k, v);
     }
   }, snap(body));
 }

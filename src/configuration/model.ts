@@ -145,7 +145,7 @@ export function applyLayer(image: Raw, layer: Layer): Raw {
     } else if (c.factoryPid) {
       const asset = c.factoryPid === ASSET_FACTORY;
       const kind = map(asset ? 'assets' : 'drivers');
-      const img = kind[pid];
+      const img = Object.hasOwn(kind, pid) ? kind[pid] : undefined;
       if (!c.pinned && !isObj(img)) continue;
       const base = c.pinned ? {} : asset ? flattenAsset(img as Raw) : { ...(img as Raw) };
       delete base.factory;

@@ -321,6 +321,16 @@ t.test('configuration/v2', async (t) => {
     t.same([m.status, m.json()], [400, { message: 'parameter "configs" is required' }]);
   });
 
+  t.test('__proto__ is an ordinary pid and property key', async (t) => {
+    t.equal((await post('factoryComponents', asset('__proto__'), 'POST')).status, 200);
+    const r = await post('configurableComponents/configurations/_update', JSON.parse('{"configs":[{"pid":"__proto__","properties":{"__proto__":{"type":"STRING","value":"x"},"c1#+unit":{"type":"STRING","value":"u"}}}],"takeSnapshot":false}'), 'PUT');
+    t.equal(r.status, 400, 'an unknown key of the asset, refused');
+    t.match(r.json().message, 'Invalid configuration of __proto__, property __proto__: unknown key');
+    t.equal((await update([{ pid: '__proto__', properties: { 'c1#+unit': { type: 'STRING', value: 'u' } } }], false)).status, 200);
+    t.same((await byPid('__proto__')).properties['c1#+unit'], { value: 'u', type: 'STRING' });
+    t.equal((await post('factoryComponents/byPid', { pids: ['__proto__'], takeSnapshot: false }, 'DELETE')).status, 200);
+  });
+
   t.test('_reset returns to the image, keeps snapshots', async (t) => {
     const s = await ids();
     const r = await post('_reset', { takeSnapshot: false });
