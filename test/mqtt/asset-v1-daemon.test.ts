@@ -150,6 +150,7 @@ t.test('gatewayd over MQTT', mosquittoSkip(), async (t) => {
   await new Promise((r) => setTimeout(r, 300));
   t.equal(seen.filter((m) => m.topic.endsWith('/MQTT/LWT')).length, lwtBefore, 'no will after a clean stop');
   const birth = decodeKuraPayload(seen.filter((m) => m.topic.endsWith('/MQTT/BIRTH')).pop()!.payload);
-  t.ok(birth.ok && birth.value.metrics.some((m) => m.name === 'application_ids' && m.value === 'ASSET-V1'), 'protobuf birth certificate');
+  const ids = birth.ok ? birth.value.metrics.find((m) => m.name === 'application_ids') : undefined;
+  t.ok(ids?.type === 'STRING' && String(ids.value).split(',').includes('ASSET-V1'), `protobuf birth certificate, application_ids ${ids?.value}`);
   t.notOk(d.logs.some((l) => l.includes('Very-Secret-9')), 'password never logged');
 });
