@@ -1,4 +1,5 @@
-// The command line of contract §1: run (default), check-config, passwd, --version.
+// The command line (docs/installation.md "The program"): run (default), check-config, passwd,
+// --version.
 
 import { createLogger, type Logger } from './log.js';
 import { VERSION } from './version.js';
@@ -101,7 +102,7 @@ async function run(file: string, log: Logger): Promise<number> {
     if (stopping) return;
     stopping = true;
     log.info('signal received', { signal });
-    // Contract §1: stop within 5 s whatever happens.
+    // Stop within 5 s whatever happens (docs/installation.md "The program", signals).
     const force = setTimeout(() => {
       log.error('graceful stop took too long; exiting');
       process.exit(1);

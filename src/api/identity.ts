@@ -1,5 +1,6 @@
-// Identity API v1, `/services/identity/v1` (kura/session-auth.md §12): password requirements and
-// defined permissions for anyone, identity management with role `identity`. Errors are `{message}`.
+// Identity API v1, `/services/identity/v1` (docs/rest-api.md "identity/v1"; Kura's
+// IdentityRestService): password requirements and defined permissions for anyone, identity
+// management with role `identity`. Errors are `{message}`.
 
 import { jsonFamily, type HttpServer } from '../http/server.js';
 import { HttpError, type RequestContext } from '../http/context.js';
@@ -79,7 +80,7 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
   };
   const checkStrength = (c: IdentityChanges) => {
     if (c.password === undefined || c.passwordAuthEnabled === false) return;
-    // §11: all rules are checked here, one generic message (Kura's spelling).
+    // All rules are checked here, one generic message (Kura's spelling).
     if (passwordFailures(c.password, requirementsOf(auth.console)).length > 0) throw bad('password strenght requirements not satisfied');
   };
   const mapErrors = (err: unknown): never => {

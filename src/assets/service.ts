@@ -190,7 +190,7 @@ export class AssetRuntime implements AssetService {
   }
 
   /**
-   * Kura's BaseAsset.read (reference §4.3): refused channels (unknown, disabled, WRITE) get a
+   * Kura's BaseAsset.read: refused channels (unknown, disabled, WRITE) get a
    * FAILURE record stamped now, in request order alongside the others; the rest go to the driver
    * in one batch.
    */

@@ -1,5 +1,6 @@
 // A very small validator for the JSON configuration: every value is checked at its key path,
-// unknown keys are errors (contract §2: typos must not be silently ignored), absent keys take defaults.
+// unknown keys are errors (docs/configuration.md: typos must not be silently ignored), absent keys
+// take defaults.
 
 /** A configuration problem: the key path (e.g. `drivers.plc.modbus.timeout`) and what is wrong. */
 export interface Problem {

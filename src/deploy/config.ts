@@ -1,5 +1,6 @@
-// The `deploy` section of the configuration file (contract §2), with gatewayd's additions:
-// `download.max.redirects`, `trust.anchors` and `unsigned.allowed` (see src/deploy/signature.ts).
+// The `deploy` section of the configuration file (docs/configuration.md "deploy"), with gatewayd's
+// additions: `download.max.redirects`, `trust.anchors` and `unsigned.allowed` (see
+// src/deploy/signature.ts).
 
 import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
@@ -56,7 +57,8 @@ const trustAnchor: Validator<string> = (raw, path, p) => {
   if (s && !s.startsWith('-----BEGIN ') && !s.startsWith('/')) {
     problem(p, path, 'expected PEM text ("-----BEGIN PUBLIC KEY-----…") or the absolute path of a PEM file');
   } else if (s.startsWith('/') && !fs.existsSync(s)) {
-    // Contract §5: a missing referenced file is a warning; installs then fail closed until it exists.
+    // A missing referenced file is a warning (docs/configuration.md); installs then fail closed
+    // until it exists.
     warning(p, path, `file not found: ${s} (every package install will be refused)`);
   }
   return s;

@@ -1,4 +1,4 @@
-// The `mqtt` section of the configuration (contract §2, §5 telemetry keys).
+// The `mqtt` section of the configuration (docs/configuration.md "mqtt").
 
 import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
@@ -54,7 +54,7 @@ export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: Mq
   if ((value['tls.cert'] === '') !== (value['tls.key'] === '')) {
     problems.push({ path: `${keyPath}.tls.key`, message: 'tls.cert and tls.key must be given together', severity: 'error' });
   }
-  // Contract §5: a missing referenced file is a warning (a device may be provisioned later).
+  // A missing referenced file is a warning: a device may be provisioned later (docs/configuration.md).
   for (const k of ['tls.ca', 'tls.cert', 'tls.key'] as const) {
     const f = value[k];
     if (f && path.isAbsolute(f) && !fs.existsSync(f)) warning(problems, `${keyPath}.${k}`, `file not found: ${f}`);
