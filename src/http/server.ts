@@ -245,10 +245,11 @@ export class HttpServer {
   }
 
   /**
-   * Makes room for a new connection at `maxConnections`: drops the oldest connection that has not sent
-   * a request (slowloris, a stalled TLS handshake), else the oldest idle one — then a busy one — of
-   * the address prefix holding the most connections. A flood from some addresses cannot keep a prompt
-   * client from elsewhere out, nor end its request.
+   * Makes room for a new connection at `maxConnections`, taken from the address prefix holding the
+   * most connections (from any address when each holds one): its oldest connection that has not sent
+   * a request yet (slowloris, a stalled TLS handshake), else its oldest idle one, else its oldest busy
+   * one. A flood from some addresses cannot keep a prompt client from elsewhere out, nor end its
+   * request.
    */
   private shed(): void {
     let top = '';
@@ -257,9 +258,10 @@ export class HttpServer {
     let idle: Socket | undefined;
     let busy: Socket | undefined;
     for (const [s, c] of this.sockets) {
-      if (s.destroyed) continue;
+      if (s.destroyed || (most > 1 && c.from !== top)) continue;
       if (!c.served && !c.busy) return void s.destroy();
-      if (c.from === top) c.busy ? (busy ??= s) : (idle ??= s);
+      if (c.busy) busy ??= s;
+      else idle ??= s;
     }
     (idle ?? busy)?.destroy();
   }
