@@ -21,8 +21,8 @@ const scale = Number(args.find((a) => a.startsWith('--scale='))?.slice(8) ?? 1);
 const SIZES = Object.fromEntries(
   Object.entries(
     soak
-      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10, channelFloods: 2000 }
-      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3, channelFloods: 200 },
+      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10, channelFloods: 2000, attackSeconds: 300, longNames: 30_000, sessionLogins: 2000 }
+      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3, channelFloods: 200, attackSeconds: 30, longNames: 3000, sessionLogins: 100 },
   ).map(([k, v]) => [k, Math.max(1, Math.round(v * scale))]),
 );
 
@@ -37,6 +37,12 @@ const PARTS = {
   'mqtt-hostile': async () => (await import('./mqtt-hostile.mjs')).runMqttHostile({ bombs: SIZES.bombs, bigMessages: SIZES.bigMessages }),
   trickle: async () => (await import('./trickle.mjs')).runTrickle(),
   'channel-flood': async () => (await import('./channel-flood.mjs')).runChannelFlood({ requests: SIZES.channelFloods }),
+  // Issue 13 items 1, 4, 6, 7 (robust/hostile-auth.mjs): each attack against its own daemon while a
+  // legitimate client is served.
+  'slow-bodies': async () => (await import('./hostile-auth.mjs')).runSlowBodies({ seconds: SIZES.attackSeconds }),
+  'long-names': async () => (await import('./hostile-auth.mjs')).runLongNames({ attempts: SIZES.longNames }),
+  'hash-flood': async () => (await import('./hostile-auth.mjs')).runHashFlood({ seconds: SIZES.attackSeconds }),
+  'session-flood': async () => (await import('./hostile-auth.mjs')).runSessionFlood({ loginsEach: SIZES.sessionLogins }),
 };
 const selected = partsArg ? partsArg.split(',') : Object.keys(PARTS);
 
