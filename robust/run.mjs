@@ -3,7 +3,7 @@
 // Attacks a running gatewayd (the built dist/gatewayd.js) part by part and prints one table:
 // cases tried, failures, 5xx answers, crashes, bytes of state lost, RSS before/after.
 //
-//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,field-soak,broker,powercut,mqtt-hostile,trickle,channel-flood] [--seed=N] [--scale=F]
+//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,field-soak,broker,powercut,mqtt-hostile,trickle,channel-flood,slow-bodies,long-names,hash-flood,session-flood] [--seed=N] [--scale=F]
 //
 // Exit status 1 when any part has a failure (or could not run under CI=true), 0 otherwise.
 // A part whose capability or peer is missing is reported as NOT RUN with the reason, never faked.
