@@ -1,5 +1,5 @@
-// The asset REST API end to end against the real daemon: every assets check of the reference §5
-// (20-31, 46, 47) plus LONG beyond 2^53 both ways, the contract's deviations, authorisation, a
+// The asset REST API end to end against the real daemon (docs/rest-api.md "assets"): Kura's
+// behaviour, plus LONG beyond 2^53 both ways, the deviations of COMPATIBILITY.md, authorisation, a
 // detached driver, single-flight reads, a slow device that blocks nothing, and GPIO through REST.
 import t from 'tap';
 import fs from 'node:fs';
@@ -129,7 +129,7 @@ t.test('24: POST _read body validation', async (t) => {
   t.equal(empty.status, 200);
   t.equal(empty.body, '[]');
   const malformed = await post('/services/assets/pump/_read', "{'channels':['r_int']}");
-  t.equal(malformed.status, 400, 'single quotes are refused (contract §5)');
+  t.equal(malformed.status, 400, 'single quotes are refused (strict JSON)');
   t.match(malformed.body, /^Malformed JSON: /);
   const wrongType = await post('/services/assets/pump/_read', '{"channels":[]}', { 'content-type': 'text/plain' });
   t.equal(wrongType.status, 415);
@@ -194,7 +194,7 @@ t.test('30, 31: BOOLEAN "yes" writes false; an unparsable value is 400 and nothi
 
   await post('/services/assets/pump/_write', { channels: [{ name: 'rw_int', type: 'INTEGER', value: 5 }] });
   const r = await post('/services/assets/pump/_write', { channels: [{ name: 'rw_int', type: 'INTEGER', value: 6 }, { name: 'rw_bool', type: 'INTEGER', value: 'abc' }] });
-  t.equal(r.status, 400, 'contract §4: 400, not 500');
+  t.equal(r.status, 400, '400, not 500 (COMPATIBILITY.md)');
   t.equal(r.body, 'abc cannot be converted into a TypedValue of type INTEGER (channel rw_bool)');
   t.equal((await post('/services/assets/pump/_read', { channels: ['rw_int'] })).json()[0].value, 5, 'the valid value was not written either');
   const frac = await post('/services/assets/pump/_write', { channels: [{ name: 'rw_int', type: 'INTEGER', value: 1.5 }] });
@@ -223,7 +223,7 @@ t.test('LONG beyond 2^53 is exact both ways', async (t) => {
   t.ok((await post('/services/assets/pump/_read', { channels: ['rw_double'] })).body.includes('"value":9.223372036854776E18,'));
 });
 
-t.test('a detached driver gives per-channel failures with HTTP 200 (contract §5)', async (t) => {
+t.test('a detached driver gives per-channel failures with HTTP 200', async (t) => {
   const r = await c.request('/services/assets/orphan/_read');
   t.equal(r.status, 200);
   t.same(r.json(), [{ channelStatus: { channelFlag: 'FAILURE', exceptionMessage: 'Configuration Error: Driver not attached' }, name: 'x', valueType: 'INTEGER', timestamp: r.json()[0].timestamp, unit: 'C' }]);

@@ -1,5 +1,5 @@
 // Inactivity expiry, bounded session store, reload without dropping sessions (Kura RestServiceTest
-// 29–31; derived check D16; contract §1 SIGHUP).
+// 29–31; derived check D16; SIGHUP, docs/configuration.md "Reloading").
 import t from 'tap';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -37,7 +37,7 @@ t.test('login, token and identity on one daemon', async (t) => {
     t.notMatch(c, /Secure(;|$)/, 'no Secure over plain HTTP');
   });
 
-  t.test('contract §4: the cookie carries Secure when the login came over HTTPS', async (t) => {
+  t.test('the cookie carries Secure when the login came over HTTPS', async (t) => {
     const b = new Browser(d, { port: d.ports.https[0], tls: true });
     const r = await b.loginPassword('foo', 'bar');
     t.equal(r.status, 200);
@@ -65,7 +65,7 @@ t.test('login, token and identity on one daemon', async (t) => {
     }
   });
 
-  t.test('contract §4: malformed or missing JSON is 400 naming the problem (Kura: 500)', async (t) => {
+  t.test('malformed or missing JSON is 400 naming the problem (Kura: 500)', async (t) => {
     const r1 = await d.request(`${S}/login/password`, { method: 'POST', body: "{'username':'foo'}", headers: { 'content-type': 'application/json' } });
     t.equal(r1.status, 400);
     t.match(r1.json().message, /Malformed JSON/);
@@ -110,7 +110,7 @@ t.test('login, token and identity on one daemon', async (t) => {
     t.equal((await b.request(`${S}/currentIdentity`)).status, 200);
   });
 
-  t.test('43: currentIdentity reports name, flag and permissions in the configured order (contract §4)', async (t) => {
+  t.test('43: currentIdentity reports name, flag and permissions in the configured order', async (t) => {
     const b = new Browser(d);
     await b.loginPassword('foo', 'bar');
     await b.fetchToken();

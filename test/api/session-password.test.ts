@@ -70,7 +70,7 @@ t.test('D2: the body is checked before authentication', async (t) => {
   t.equal(r.status, 401);
   t.same(r.json(), { message: 'Current session is not valid' });
   const bad = await d.request(`${S}/changePassword`, { method: 'POST', body: '{"currentPassword":', headers: { 'content-type': 'application/json' } });
-  t.equal(bad.status, 400, 'contract §4: malformed JSON is 400');
+  t.equal(bad.status, 400, 'malformed JSON is 400');
 });
 
 t.test('D20/D21: default minimum length 8, message format, length before same-password', async (t) => {
@@ -108,7 +108,7 @@ t.test('38–42: strength rules, first failing rule reported, in Kura order', as
     ['non-ASCII counts as special', rules(4, false, true), 'abcdé', undefined],
     ['42 all rules satisfied', rules(4, true, true, true), '1validPW@', undefined],
   ];
-  // One daemon; the console section is changed with SIGHUP between cases (contract §1).
+  // One daemon; the console section is changed with SIGHUP between cases (docs/configuration.md "Reloading").
   const d = await startDaemon(t, { rest: { 'login.throttle.max.delay': 0 }, console: rules(1), identities: flaggedFoo });
   const cfg = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
   let reloads = 0;

@@ -1,4 +1,4 @@
-// The acceptance workflow of interface §4.1 with curl over HTTPS (login, token, resource, password
+// The session workflow of docs/rest-api.md "session/v1" with curl over HTTPS (login, token, resource, password
 // change, re-login, logout) and with a client certificate, exactly as a user would type it.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -19,7 +19,7 @@ function haveCurl(): boolean {
 const missing = !haveCurl() ? 'curl missing' : !haveOpenssl() ? 'openssl missing' : '';
 if (missing && process.env.CI === 'true') t.fail(`${missing} (required under CI)`);
 
-t.test('interface §4.1 with curl', { skip: missing || false }, async (t) => {
+t.test('the session workflow with curl', { skip: missing || false }, async (t) => {
   const pki = makePki();
   t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
   const d = await startDaemon(t, {

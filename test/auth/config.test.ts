@@ -1,4 +1,4 @@
-// The rest configuration parameters and their dependencies (interface §5; derived checks D7, D8):
+// The rest configuration parameters and their dependencies (docs/configuration.md "rest"; derived checks D7, D8):
 // session endpoints 404 when sessions are off except changePassword and authenticationInfo.
 import t from 'tap';
 import fs from 'node:fs';

@@ -1,6 +1,7 @@
-// Brute-force throttling (contract §5, rest.login.throttle.max.delay): failed password attempts for
-// one identity or from one address are refused for a growing window up to the bound; the correct
-// password works again once the bound has passed; a client certificate is never delayed.
+// Brute-force throttling (docs/configuration.md "rest", rest.login.throttle.max.delay): failed
+// password attempts for one identity or from one address are refused for a growing window up to the
+// bound; the correct password works again once the bound has passed; a client certificate is never
+// delayed.
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import crypto from 'node:crypto';

@@ -1,4 +1,5 @@
-// The command line and configuration of contract §1–2, against the built bundle.
+// The command line and configuration (docs/installation.md, docs/configuration.md), against the
+// built bundle.
 import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,5 +1,5 @@
-// Register data types and word/byte orders (contract §5) as (layout, wire bytes, value) tables,
-// channel property validation (key paths), and request coalescing.
+// Register data types and word/byte orders (docs/drivers.md "modbus") as (layout, wire bytes,
+// value) tables, channel property validation (key paths), and request coalescing.
 
 import t from 'tap';
 import type { TypedValue, ValueType } from '../../src/assets/types.js';

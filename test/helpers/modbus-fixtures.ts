@@ -1,6 +1,6 @@
 // Shared by the Modbus TCP and RTU tests: the acceptance layout (holding registers 1–100 as 50
 // channels) with the register contents written independently of the driver's codec, from the
-// byte orders contract §5 states.
+// byte orders docs/drivers.md states (`data.order`).
 
 import type { ChannelConfig, TypedValue, ValueType } from '../../src/assets/types.js';
 import { channel } from './driver-conformance.js';
@@ -8,7 +8,7 @@ import { channel } from './driver-conformance.js';
 export type Order = 'BIG_ENDIAN' | 'LITTLE_ENDIAN' | 'BIG_ENDIAN_BYTE_SWAP' | 'LITTLE_ENDIAN_BYTE_SWAP';
 export const ORDERS: Order[] = ['BIG_ENDIAN', 'LITTLE_ENDIAN', 'BIG_ENDIAN_BYTE_SWAP', 'LITTLE_ENDIAN_BYTE_SWAP'];
 
-/** Big-endian bytes (A B C D …) in the wire order of contract §5, as 16-bit register values. */
+/** Big-endian bytes (A B C D …) in the wire order of docs/drivers.md (`data.order`), as 16-bit register values. */
 export function wireRegisters(be: Buffer, order: Order): number[] {
   const n = be.length;
   const idx = [...Array(n).keys()];

@@ -1,4 +1,4 @@
-// ASSET-V1 value text: Java's toString forms out, Java's parsers in (reference §3.2), as tables.
+// ASSET-V1 value text: Java's toString forms out, Java's parsers in (docs/mqtt.md "ASSET-V1"), as tables.
 
 import t from 'tap';
 import { javaDoubleText, javaFloatText, parseValueText, parseValueType, valueText } from '../../src/mqtt/asset-v1/value-text.js';

@@ -1,4 +1,4 @@
-// ASSET-V1 over a real Mosquitto: Kura's conformance checks 32–45 (reference §5), the three
+// ASSET-V1 over a real Mosquitto: Kura's behaviour (docs/mqtt.md "ASSET-V1"), the three
 // encodings, gzip, concurrency and garbage. The device is an MqttService over a real AssetRuntime
 // (simulator driver); the requester is a second MQTT client or mosquitto_pub/mosquitto_sub.
 
