@@ -11,6 +11,7 @@ import { modbusFactory } from '../../src/drivers/modbus/index.js';
 import type { ChannelResult, DriverFactory } from '../../src/drivers/driver.js';
 import type { AssetConfig, ChannelConfig, ChannelRecord } from '../../src/assets/types.js';
 import { silentLogger } from '../../src/log.js';
+import { Telemetry } from '../../src/mqtt/telemetry.js';
 import { channel } from '../helpers/driver-conformance.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -100,4 +101,29 @@ t.test('while a Modbus device is down, every poll carries the same error text', 
   await sleep(1500);
   t.ok(errors.length >= 5, `${errors.length} polls`);
   t.same([...new Set(errors)], [`Modbus TCP 127.0.0.1:${port}: connect failed: ECONNREFUSED`], 'one text, however long the back-off');
+});
+
+t.test('report by exception: an unchanged error is published like an unchanged value', async (t) => {
+  const rt = runtime(t, [modbusFactory]);
+  const published: string[] = [];
+  const tel = new Telemetry({ assets: rt, log: silentLogger, publish: (_pid, records) => published.push(records[0].error ?? 'ok') });
+  tel.start();
+  t.teardown(() => tel.stop());
+  // A unit that never answers: timeouts, then the unit's back-off, with one text throughout.
+  const sockets = new Set<net.Socket>();
+  const mute = net.createServer((s) => sockets.add(s.on('error', () => {})));
+  await new Promise<void>((r) => mute.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => {
+    for (const s of sockets) s.destroy();
+    return new Promise((r) => mute.close(r));
+  });
+  const port = (mute.address() as net.AddressInfo).port;
+  rt.configure([{ ...asset('plc', 'mb', [channel('x', 'INTEGER', { 'memory.address': 1 }, 'READ')], 50), publishMaxInterval: 1000 }], {
+    mb: { id: 'mb', factory: 'modbus', props: { 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': port, 'modbus.timeout': 100, 'modbus.transaction.retry': 0 } },
+  });
+  await sleep(2500);
+  const polls = rt.pollStatus('plc').polls;
+  t.ok(polls >= 10, `${polls} polls`);
+  t.ok(published.length >= 1 && published.length <= 4, `${published.length} publications in ${polls} polls: the first, then at publish.max.interval`);
+  t.same([...new Set(published)], [`Modbus TCP 127.0.0.1:${port}: no response from unit 1 within 100 ms`]);
 });
