@@ -115,7 +115,9 @@ export class ConfigurationService {
     mutate(layer);
     const next = loadEffective(this.opts.file, this.registry, layer, this.state.image);
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
-    const httpChanged = JSON.stringify(next.config.http) !== JSON.stringify(this.state.config.http);
+    // The CRL is re-read live; every other http setting waits for the next start.
+    const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
+    const httpChanged = listeners(next.config) !== listeners(this.state.config);
     await this.store.writeLayer(layer);
     this.state = next;
     await this.opts.apply(next.config);
