@@ -54,7 +54,7 @@ t.teardown(() => new Promise<void>((r) => origin.close(() => r())));
 async function stack(name: string, overrides: Record<string, unknown>) {
   const dataDir = path.join(tmp, name);
   fs.mkdirSync(dataDir);
-  const { value: config, problems } = validateDeploySection({ 'download.timeout': 5000, 'file.allowed.dirs': [tmp], ...overrides });
+  const { value: config, problems } = validateDeploySection({ 'download.timeout': 20_000, 'file.allowed.dirs': [tmp], ...overrides });
   if (problems.length) throw new Error(JSON.stringify(problems));
   const plugins = new PluginHost({ log: silentLogger, drivers: new DriverRegistry() });
   const deploy = new DeploymentService({ dataDir, config, log: silentLogger, plugins });
