@@ -5,7 +5,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../helpers/daemon.js';
-import { validateConfig } from '../../src/config/config.js';
+import { validateConfig, validateDaemon } from '../../src/config/config.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { builtinDrivers } from '../../src/drivers/builtin.js';
 
@@ -86,6 +86,9 @@ t.test('docs/configuration.md and docs/drivers.md name every key the daemon acce
   const { config } = validateConfig({}, registry, ROOT);
   const configuration = read('docs/configuration.md');
   const sections = { http: config.http, rest: config.rest, console: config.console, deploy: config.deploy, mqtt: config.mqtt };
+  for (const key of ['dataDir', ...Object.keys(validateDaemon({}, '', []))]) {
+    t.ok(configuration.includes(`| \`${key}\` |`), `configuration.md documents the top-level key ${key}`);
+  }
   for (const [section, values] of Object.entries(sections)) {
     for (const key of Object.keys(values)) {
       t.ok(configuration.includes(`| \`${key}\` |`), `configuration.md documents ${section}.${key}`);
