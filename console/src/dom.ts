@@ -4,7 +4,7 @@
 export type Child = Node | string | number | false | null | undefined | Child[];
 export type Attrs = Record<string, unknown>;
 
-const PROPS = new Set(['value', 'checked', 'disabled', 'hidden', 'max', 'min', 'step', 'required', 'type', 'name', 'selected']);
+const PROPS = new Set(['value', 'checked', 'disabled', 'hidden', 'max', 'min', 'step', 'required', 'type', 'name', 'selected', 'rows']);
 
 export function append(el: Node, children: Child[]): void {
   for (const c of children) {

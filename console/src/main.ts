@@ -7,6 +7,7 @@ import { statusView } from './views/status';
 import { assetsView } from './views/assets';
 import { packagesView } from './views/packages';
 import { identitiesView } from './views/identities';
+import { configView } from './views/config';
 
 export interface Identity {
   name: string;
@@ -20,6 +21,7 @@ export type View = (root: HTMLElement, args: string[], me: Identity) => (() => v
 const VIEWS: { path: string; title: string; permission: string; render: View }[] = [
   { path: 'status', title: 'Status', permission: 'rest.system', render: statusView },
   { path: 'assets', title: 'Assets', permission: 'rest.assets', render: assetsView },
+  { path: 'config', title: 'Configuration', permission: 'rest.configuration', render: configView },
   { path: 'packages', title: 'Packages', permission: 'rest.deploy', render: packagesView },
   { path: 'identities', title: 'Identities', permission: 'rest.identity', render: identitiesView },
 ];

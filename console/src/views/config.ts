@@ -1,0 +1,272 @@
+// Configuration (rest.configuration): driver instances and assets with their channels, edited
+// through configuration/v2 with the API's validation messages next to the field they name;
+// snapshots: take, list, download, roll back.
+
+import { call, get, post } from '../api';
+import { field, fmtTime, h, replace, uid } from '../dom';
+import { problem, table } from './common';
+
+const C = '/services/configuration/v2';
+const DRIVER = 'org.eclipse.kura.driver.';
+const ASSET = 'org.eclipse.kura.wire.WireAsset';
+const MODES = ['READ', 'WRITE', 'READ_WRITE'];
+const VALUE_TYPES = ['BOOLEAN', 'BYTE_ARRAY', 'DOUBLE', 'FLOAT', 'INTEGER', 'LONG', 'STRING'];
+const HIDDEN = /^(kura\.service\.pid|service\.(factoryPid|pid))$/;
+
+interface Ad { id: string; name?: string; description?: string; type: string; cardinality?: number; defaultValue?: string; isRequired?: boolean; option?: { label: string; value: string }[] }
+interface Prop { type: string; value: unknown }
+interface Cfg { pid: string; definition?: { ad?: Ad[] }; properties: Record<string, Prop> }
+interface Comp { pid: string; factoryPid?: string }
+
+type Fields = Map<string, { read(): Prop | undefined; error: HTMLElement; initial: string }>;
+
+/** An input fitting the attribute definition; `read()` gives the typed property. */
+function input(ad: Ad, current: unknown, fields: Fields, label = ad.name ?? ad.id): HTMLElement {
+  const id = uid('c');
+  const error = h('small', { class: 'error', role: 'alert', id: uid('e') });
+  let el: HTMLInputElement | HTMLSelectElement;
+  const value = current ?? ad.defaultValue;
+  if (ad.type === 'BOOLEAN') el = h('input', { type: 'checkbox', id, checked: value === true || value === 'true' });
+  else if (ad.option?.length) el = h('select', { id }, ad.isRequired ? null : h('option', { value: '' }, '—'), ad.option.map((o) => h('option', { value: o.value, selected: String(value) === o.value }, o.label)));
+  else if (/^(INTEGER|LONG|SHORT|BYTE|DOUBLE|FLOAT)$/.test(ad.type)) el = h('input', { id, type: 'number', step: /DOUBLE|FLOAT/.test(ad.type) ? 'any' : '1', value: value === undefined || value === null ? '' : String(value) });
+  else el = h('input', { id, type: ad.type === 'PASSWORD' ? 'password' : 'text', value: value === undefined || value === null ? '' : String(value), autocomplete: 'off' });
+  el.setAttribute('aria-describedby', error.id);
+  const f = {
+    error,
+    initial: '',
+    read: (): Prop | undefined => {
+      if (el instanceof HTMLInputElement && el.type === 'checkbox') return { type: 'BOOLEAN', value: el.checked };
+      const v = el.value.trim();
+      if (v === '') return undefined;
+      if (/^(INTEGER|LONG|SHORT|BYTE)$/.test(ad.type)) return { type: ad.type, value: Number.isSafeInteger(Number(v)) ? Number(v) : v };
+      if (/^(DOUBLE|FLOAT)$/.test(ad.type)) return { type: ad.type, value: Number(v) };
+      return { type: ad.type, value: v };
+    },
+  };
+  f.initial = JSON.stringify(f.read());
+  fields.set(ad.id, f);
+  const box = h('div', { class: ad.type === 'BOOLEAN' ? 'field check' : 'field' });
+  if (ad.type === 'BOOLEAN') box.append(h('label', { for: id }, el, label));
+  else box.append(h('label', { for: id }, label), el);
+  if (ad.description) {
+    const d = h('small', { id: uid('d') }, ad.description);
+    el.setAttribute('aria-describedby', `${d.id} ${error.id}`);
+    box.append(d);
+  }
+  box.append(error);
+  return box;
+}
+
+/** Puts each `Invalid configuration of <pid>, property <key>: <problem>` next to its field. */
+function showErrors(message: string, fields: Fields, top: HTMLElement): void {
+  for (const f of fields.values()) f.error.textContent = '';
+  const rest: string[] = [];
+  for (const part of message.split('; ')) {
+    const m = /property (\S+?): (.*)$/.exec(part);
+    const f = m ? fields.get(m[1]) : undefined;
+    if (f) f.error.textContent = m![2];
+    else rest.push(part);
+  }
+  top.textContent = rest.length ? rest.join('; ') : 'Not saved: see the messages next to the fields.';
+}
+
+const guessed = (v: string): Prop =>
+  /^-?\d+$/.test(v) ? { type: 'INTEGER', value: Number(v) } : /^-?\d*\.\d+$/.test(v) ? { type: 'DOUBLE', value: Number(v) } : /^(true|false)$/.test(v) ? { type: 'BOOLEAN', value: v === 'true' } : { type: 'STRING', value: v };
+
+export function configView(root: HTMLElement, args: string[]): void {
+  if (args[0] === 'edit' && args[1]) return void editor(root, args[1]);
+  if (args[0] === 'new' && args[1]) return void creator(root, args[1]);
+  overview(root);
+}
+
+async function overview(root: HTMLElement): Promise<void> {
+  const note = h('p', { role: 'status', class: 'muted' });
+  replace(root, h('h1', null, 'Configuration'), h('p', { 'aria-busy': 'true' }, 'Loading…'));
+  let comps: Comp[];
+  let factories: string[];
+  let ids: number[];
+  try {
+    [comps, factories, ids] = await Promise.all([
+      get<{ components: Comp[] }>(`${C}/configurableComponents/pidsWithFactory`).then((r) => r.components),
+      get<{ pids: string[] }>(`${C}/factoryComponents`).then((r) => r.pids.filter((p) => p.startsWith(DRIVER))),
+      get<{ ids: number[] }>(`${C}/snapshots`).then((r) => r.ids),
+    ]);
+  } catch (e) {
+    return replace(root, h('h1', null, 'Configuration'), problem(e, 'rest.configuration'));
+  }
+  const act = async (what: string, fn: () => Promise<unknown>) => {
+    try {
+      await fn();
+      await overview(root);
+      root.querySelector('[role=status]')!.textContent = what;
+    } catch (e) {
+      note.textContent = `${what.replace(/\.$/, '')} failed: ${(e as Error).message}`;
+    }
+  };
+  const del = (pid: string) => h('button', {
+    type: 'button', class: 'danger', 'aria-label': `Delete ${pid}`,
+    onclick: () => confirm(`Delete ${pid}?`) && act(`${pid} deleted.`, () => call('DELETE', `${C}/factoryComponents/byPid`, { pids: [pid] })),
+  }, 'Delete');
+  const edit = (pid: string) => h('a', { href: `#/config/edit/${encodeURIComponent(pid)}` }, 'Edit');
+  const drivers = comps.filter((c) => c.factoryPid?.startsWith(DRIVER));
+  const assets = comps.filter((c) => c.factoryPid === ASSET);
+
+  const factory = h('select', { required: true }, factories.map((f) => h('option', { value: f }, f.slice(DRIVER.length))));
+  const newDriver = h('form', {
+    onsubmit: (ev: Event) => {
+      ev.preventDefault();
+      location.hash = `#/config/new/${encodeURIComponent(factory.value)}`;
+    },
+  }, h('h3', null, 'New driver instance'), field('Driver', factory), h('button', { type: 'submit' }, 'Continue'));
+
+  const pid = h('input', { required: true, autocapitalize: 'none', spellcheck: 'false' });
+  const driver = h('select', { required: true }, drivers.map((d) => h('option', { value: d.pid }, d.pid)));
+  const desc = h('input');
+  const err = h('p', { class: 'error', role: 'alert' });
+  const newAsset = h('form', {
+    onsubmit: async (ev: Event) => {
+      ev.preventDefault();
+      err.textContent = '';
+      try {
+        await post(`${C}/factoryComponents`, { configs: [{ pid: pid.value, factoryPid: ASSET, properties: { 'driver.pid': { type: 'STRING', value: driver.value }, 'asset.desc': { type: 'STRING', value: desc.value } } }], takeSnapshot: true });
+        location.hash = `#/config/edit/${encodeURIComponent(pid.value)}`;
+      } catch (e) {
+        err.textContent = (e as Error).message;
+      }
+    },
+  }, h('h3', null, 'New asset'), field('Asset name', pid), field('Driver instance', driver), field('Description', desc), h('button', { type: 'submit' }, 'Create asset'), err);
+
+  const snaps = [...ids].reverse();
+  replace(root, h('h1', null, 'Configuration'), note,
+    h('section', { 'aria-labelledby': 'cfg-d' }, h('h2', { id: 'cfg-d' }, 'Driver instances'),
+      drivers.length ? table(['Name', 'Driver', ''], drivers.map((d) => h('tr', null, h('th', { scope: 'row' }, d.pid), h('td', null, d.factoryPid!.slice(DRIVER.length)), h('td', { class: 'actions' }, edit(d.pid), ' ', del(d.pid)))), 'Driver instances') : h('p', { class: 'empty' }, 'No driver instances.'),
+      factories.length ? newDriver : null),
+    h('section', { 'aria-labelledby': 'cfg-a' }, h('h2', { id: 'cfg-a' }, 'Assets'),
+      assets.length ? table(['Name', ''], assets.map((a) => h('tr', null, h('th', { scope: 'row' }, a.pid), h('td', { class: 'actions' }, edit(a.pid), ' ', del(a.pid)))), 'Assets') : h('p', { class: 'empty' }, 'No assets.'),
+      drivers.length ? newAsset : h('p', null, 'Create a driver instance first.')),
+    h('section', { 'aria-labelledby': 'cfg-s' }, h('h2', { id: 'cfg-s' }, 'Snapshots'),
+      h('p', null, 'Each change keeps a snapshot of the whole configuration. Rolling back makes a snapshot the configuration in force.'),
+      h('button', { type: 'button', class: 'secondary', onclick: () => act('Snapshot taken.', () => post(`${C}/snapshots/_write`)) }, 'Take a snapshot now'),
+      snaps.length ? table(['Snapshot', 'Taken', ''], snaps.map((id) => h('tr', null, h('th', { scope: 'row' }, String(id)), h('td', null, fmtTime(id)), h('td', { class: 'actions' },
+        h('button', { type: 'button', class: 'secondary', 'aria-label': `Download snapshot ${id}`, onclick: async () => {
+          try {
+            const s = await post(`${C}/snapshots/byId`, { id });
+            const a = h('a', { href: URL.createObjectURL(new Blob([JSON.stringify(s, null, 2)], { type: 'application/json' })), download: `gatewayd-snapshot-${id}.json` });
+            a.click();
+            setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+          } catch (e) {
+            note.textContent = `Download failed: ${(e as Error).message}`;
+          }
+        } }, 'Download'), ' ',
+        h('button', { type: 'button', class: 'danger', 'aria-label': `Roll back to snapshot ${id}`, onclick: () => confirm(`Roll back to the configuration of ${fmtTime(id)}?`) && act(`Rolled back to snapshot ${id}.`, () => post(`${C}/snapshots/byId/_rollback`, { id })) }, 'Roll back')))), 'Snapshots, newest first') : h('p', { class: 'empty' }, 'No snapshots yet.')));
+}
+
+/** A new driver instance: the factory's definition as a form. */
+async function creator(root: HTMLElement, factoryPid: string): Promise<void> {
+  const back = h('p', null, h('a', { href: '#/config' }, '← Configuration'));
+  let ocd: Cfg | undefined;
+  try {
+    ocd = (await post<{ configs: Cfg[] }>(`${C}/factoryComponents/ocd/byFactoryPid`, { pids: [factoryPid] })).configs[0];
+  } catch (e) {
+    return replace(root, back, problem(e, 'rest.configuration'));
+  }
+  const fields: Fields = new Map();
+  const pid = h('input', { required: true, autocapitalize: 'none', spellcheck: 'false' });
+  const top = h('p', { class: 'error', role: 'alert' });
+  replace(root, back, h('h1', null, `New ${factoryPid.slice(DRIVER.length)} driver instance`), h('form', {
+    onsubmit: async (ev: Event) => {
+      ev.preventDefault();
+      top.textContent = '';
+      const properties: Record<string, Prop> = {};
+      // Only what the user changed: the rest keeps following the image's configuration.
+      for (const [k, f] of fields) {
+        const p = f.read();
+        if (p && JSON.stringify(p) !== f.initial) properties[k] = p;
+      }
+      try {
+        await post(`${C}/factoryComponents`, { configs: [{ pid: pid.value, factoryPid, properties }], takeSnapshot: true });
+        location.hash = '#/config';
+      } catch (e) {
+        showErrors((e as Error).message, fields, top);
+      }
+    },
+  }, field('Instance name', pid, 'Assets name their driver by it (driver.pid).'), (ocd?.definition?.ad ?? []).map((ad) => input(ad, undefined, fields)), top, h('button', { type: 'submit' }, 'Create driver instance')));
+  pid.focus();
+}
+
+async function editor(root: HTMLElement, pid: string): Promise<void> {
+  const back = h('p', null, h('a', { href: '#/config' }, '← Configuration'));
+  let cfg: Cfg | undefined;
+  try {
+    cfg = (await post<{ configs: Cfg[] }>(`${C}/configurableComponents/configurations/byPid`, { pids: [pid] })).configs[0];
+  } catch (e) {
+    return replace(root, back, problem(e, 'rest.configuration'));
+  }
+  if (!cfg) return replace(root, back, h('p', { class: 'error', role: 'alert' }, `No component ${pid}.`));
+  const c = cfg;
+  const fields: Fields = new Map();
+  const ads = c.definition?.ad ?? Object.entries(c.properties).map(([id, p]) => ({ id, type: p.type }));
+  const visible = ads.filter((a) => !HIDDEN.test(a.id) && !a.id.endsWith('#+name'));
+  const base = visible.filter((a) => !a.id.includes('#'));
+  const channels = new Map<string, Ad[]>();
+  for (const a of visible.filter((x) => x.id.includes('#'))) {
+    const ch = a.id.slice(0, a.id.indexOf('#'));
+    channels.set(ch, [...(channels.get(ch) ?? []), a]);
+  }
+  const asset = c.properties['service.factoryPid']?.value === ASSET;
+  const top = h('p', { class: 'error', role: 'alert' });
+  const extra: (() => Record<string, Prop>)[] = [];
+
+  // A new channel: the generic channel keys, then the driver's (copied from an existing channel's
+  // definition; for the first channel, typed as key=value lines).
+  const template = [...channels.values()][0];
+  const addChannel = () => {
+    const name = h('input', { required: true, autocapitalize: 'none', spellcheck: 'false' });
+    const mode = h('select', null, MODES.map((m) => h('option', { value: m }, m)));
+    const vt = h('select', null, VALUE_TYPES.map((m) => h('option', { value: m, selected: m === 'INTEGER' }, m)));
+    const own: Fields = new Map();
+    const driverAds = (template ?? []).map((a) => ({ ...a, id: a.id.slice(a.id.indexOf('#') + 1), name: undefined })).filter((a) => !a.id.startsWith('+'));
+    const lines = h('textarea', { rows: 4, placeholder: 'unit.id=1\nprimary.table=HOLDING_REGISTERS\nmemory.address=1' });
+    const set = h('fieldset', { class: 'channel' }, h('legend', null, 'New channel'), field('Channel name', name), field('Mode', mode), field('Value type', vt),
+      driverAds.length ? driverAds.map((a) => input(a, undefined, own)) : field('Driver channel properties', lines, 'One key=value per line (see docs/drivers.md for your driver).'));
+    slot.before(set);
+    name.focus();
+    extra.push(() => {
+      const n = name.value.trim();
+      const out: Record<string, Prop> = { [`${n}#+enabled`]: { type: 'BOOLEAN', value: true }, [`${n}#+type`]: { type: 'STRING', value: mode.value }, [`${n}#+value.type`]: { type: 'STRING', value: vt.value } };
+      for (const [k, f] of own) {
+        const p = f.read();
+        if (p && JSON.stringify(p) !== f.initial) out[`${n}#${k}`] = p;
+      }
+      for (const l of lines.value.split('\n')) {
+        const i = l.indexOf('=');
+        if (i > 0) out[`${n}#${l.slice(0, i).trim()}`] = guessed(l.slice(i + 1).trim());
+      }
+      return out;
+    });
+  };
+  const slot = h('div');
+  const form = h('form', {
+    onsubmit: async (ev: Event) => {
+      ev.preventDefault();
+      top.textContent = '';
+      const properties: Record<string, Prop> = {};
+      // Only what the user changed: the rest keeps following the image's configuration.
+      for (const [k, f] of fields) {
+        const p = f.read();
+        if (p && JSON.stringify(p) !== f.initial) properties[k] = p;
+      }
+      for (const x of extra) Object.assign(properties, x());
+      try {
+        const r = await call<{ message?: string } | undefined>('PUT', `${C}/configurableComponents/configurations/_update`, { configs: [{ pid, properties }], takeSnapshot: true });
+        await editor(root, pid);
+        root.querySelector('[role=status]')!.textContent = r?.message ?? 'Saved and applied.';
+      } catch (e) {
+        showErrors((e as Error).message, fields, top);
+      }
+    },
+  }, base.map((a) => input(a, c.properties[a.id]?.value, fields)),
+  [...channels].map(([ch, list]) => h('fieldset', { class: 'channel' }, h('legend', null, `Channel ${ch}`), list.map((a) => input(a, c.properties[a.id]?.value, fields, a.name?.startsWith(`${ch}#`) ? a.name.slice(ch.length + 1).replace(/^\+/, '') : a.name ?? a.id)))),
+  slot, asset ? h('button', { type: 'button', class: 'secondary', onclick: addChannel }, 'Add a channel') : null, top, h('button', { type: 'submit' }, 'Save'));
+  replace(root, back, h('h1', null, `${asset ? 'Asset' : 'Component'} ${pid}`), h('p', { role: 'status', class: 'muted' }), asset ? h('p', null, h('a', { href: `#/assets/${encodeURIComponent(pid)}` }, 'Live values of this asset')) : null, form);
+}

@@ -1,0 +1,82 @@
+// The configuration view in a real browser (configuration/v2): create a Modbus driver instance and
+// an asset with a channel on a pymodbus device, see its value live, get a validation message next
+// to the field it names, download a snapshot and roll back to one.
+
+import t from 'tap';
+import { startDaemon } from '../helpers/daemon.js';
+import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
+import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+
+t.test('drivers, assets and snapshots through the configuration view', async (t) => {
+  if (!haveBrowser(t) || !havePeers(t, 'pymodbus')) return;
+  const dev = await startPyModbusTcp(t);
+  await dev.set(1, 'hr', 2, [4321]);
+  const d = await startDaemon(t, {
+    identities: { admin: { password: 'Admin-pass1', permissions: ['kura.admin'] } },
+    drivers: {},
+    assets: {},
+  }, { http: 0, https: 1 });
+  const browser = await launchBrowser(t);
+  const { page, problems } = await openPage(browser);
+  const origin = `https://127.0.0.1:${d.ports.https[0]}`;
+  await page.goto(`${origin}/console/`);
+  await page.getByLabel('User name').fill('admin');
+  await page.getByLabel('Password').fill('Admin-pass1');
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('link', { name: 'Configuration' }).click();
+  await page.getByText('No driver instances.').waitFor();
+
+  // A Modbus TCP driver instance from the factory's definition.
+  await page.getByLabel('Driver', { exact: true }).selectOption({ label: 'modbus' });
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await page.getByLabel('Instance name').fill('plc');
+  await page.getByLabel('modbus.tcp-udp.ip', { exact: true }).fill('127.0.0.1');
+  await page.getByLabel('modbus.tcp-udp.port', { exact: true }).fill(String(dev.port));
+  await page.getByRole('button', { name: 'Create driver instance' }).click();
+  await page.getByRole('rowheader', { name: 'plc' }).waitFor();
+  t.pass('driver instance plc created');
+
+  // An asset on it, with one channel.
+  await page.getByLabel('Asset name').fill('tank');
+  await page.getByRole('button', { name: 'Create asset' }).click();
+  await page.getByRole('heading', { name: 'Asset tank' }).waitFor();
+  await page.getByRole('button', { name: 'Add a channel' }).click();
+  await page.getByLabel('Channel name').fill('level');
+  await page.getByLabel('Driver channel properties').fill('unit.id=1\nprimary.table=HOLDING_REGISTERS\nmemory.address=3\ndata.type=INT16');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('group', { name: 'Channel level' }).waitFor();
+  t.pass('channel level saved');
+
+  // A bad value: the API's message next to the field it names; nothing applied.
+  const address = page.getByRole('group', { name: 'Channel level' }).getByLabel('memory.address', { exact: true });
+  await address.fill('0');
+  await page.getByRole('button', { name: 'Save' }).click();
+  const fieldError = page.locator(`#${await address.getAttribute('aria-describedby').then((ids) => ids!.split(' ').at(-1))}`);
+  await fieldError.filter({ hasText: /\S/ }).waitFor();
+  t.match(await fieldError.innerText(), /out of range/, `message next to the field: ${await fieldError.innerText()}`);
+  t.equal(await page.getByRole('group', { name: 'Channel level' }).locator('small.error').filter({ hasText: /\S/ }).count(), 1, 'only that field is marked');
+  await screenshot(page, 'configuration');
+  await address.fill('3');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByText('Saved and applied.').or(page.getByRole('status').filter({ hasText: /\S/ })).first().waitFor();
+
+  // Its value, live.
+  await page.getByRole('link', { name: 'Live values of this asset' }).click();
+  await page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'level' }) }).locator('td.value', { hasText: '4321' }).waitFor();
+  t.pass('the new asset reads 4321 from the device');
+
+  // Snapshots: download one, roll back to the first (before the driver existed).
+  await page.getByRole('link', { name: 'Configuration' }).click();
+  await page.getByRole('heading', { name: 'Snapshots' }).waitFor();
+  const downloads = page.getByRole('button', { name: /^Download snapshot/ });
+  t.ok((await downloads.count()) >= 3, 'a snapshot per change');
+  const [download] = await Promise.all([page.waitForEvent('download'), downloads.first().click()]);
+  const saved = JSON.parse(await (await import('node:fs/promises')).readFile((await download.path())!, 'utf8'));
+  t.ok(saved.configs.some((c: { pid: string }) => c.pid === 'tank'), 'the newest snapshot holds the asset');
+  page.once('dialog', (dlg) => dlg.accept());
+  await page.getByRole('button', { name: /^Roll back to snapshot/ }).last().click();
+  await page.getByText(/^Rolled back to snapshot/).waitFor();
+  await page.getByText('No assets.').waitFor();
+  t.pass('rolled back: the asset is gone');
+  t.same(problems.filter((p) => !/status of 4\d\d/.test(p)), [], 'no console errors');
+});
