@@ -18,7 +18,7 @@ interface Prop { type: string; value: unknown }
 interface Cfg { pid: string; definition?: { ad?: Ad[] }; properties: Record<string, Prop> }
 interface Comp { pid: string; factoryPid?: string }
 
-type Fields = Map<string, { read(): Prop | undefined; error: HTMLElement; initial: string }>;
+type Fields = Map<string, { read(): Prop | undefined; error: HTMLElement; initial: string; el: HTMLElement }>;
 
 /** An input fitting the attribute definition; `read()` gives the typed property. */
 function input(ad: Ad, current: unknown, fields: Fields, label = ad.name ?? ad.id): HTMLElement {
@@ -33,6 +33,7 @@ function input(ad: Ad, current: unknown, fields: Fields, label = ad.name ?? ad.i
   el.setAttribute('aria-describedby', error.id);
   const f = {
     error,
+    el,
     initial: '',
     read: (): Prop | undefined => {
       if (el instanceof HTMLInputElement && el.type === 'checkbox') return { type: 'BOOLEAN', value: el.checked };
@@ -59,14 +60,24 @@ function input(ad: Ad, current: unknown, fields: Fields, label = ad.name ?? ad.i
 
 /** Puts each `Invalid configuration of <pid>, property <key>: <problem>` next to its field. */
 function showErrors(message: string, fields: Fields, top: HTMLElement): void {
-  for (const f of fields.values()) f.error.textContent = '';
+  for (const f of fields.values()) {
+    f.error.textContent = '';
+    f.el.removeAttribute('aria-invalid');
+  }
   const rest: string[] = [];
+  let first: HTMLElement | undefined;
   for (const part of message.split('; ')) {
     const m = /property (\S+?): (.*)$/.exec(part);
     const f = m ? fields.get(m[1]) : undefined;
-    if (f) f.error.textContent = m![2];
-    else rest.push(part);
+    if (!f) {
+      rest.push(part);
+      continue;
+    }
+    f.error.textContent = m![2];
+    f.el.setAttribute('aria-invalid', 'true');
+    first ??= f.el;
   }
+  first?.focus();
   top.textContent = rest.length ? rest.join('; ') : 'Not saved: see the messages next to the fields.';
 }
 
@@ -246,10 +257,12 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
     });
   };
   const slot = h('div');
+  const status = h('p', { role: 'status', class: 'muted' });
   const form = h('form', {
     onsubmit: async (ev: Event) => {
       ev.preventDefault();
       top.textContent = '';
+      status.textContent = '';
       const properties: Record<string, Prop> = {};
       // Only what the user changed: the rest keeps following the image's configuration.
       for (const [k, f] of fields) {
@@ -268,5 +281,5 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
   }, base.map((a) => input(a, c.properties[a.id]?.value, fields)),
   [...channels].map(([ch, list]) => h('fieldset', { class: 'channel' }, h('legend', null, `Channel ${ch}`), list.map((a) => input(a, c.properties[a.id]?.value, fields, a.name?.startsWith(`${ch}#`) ? a.name.slice(ch.length + 1).replace(/^\+/, '') : a.name ?? a.id)))),
   slot, asset ? h('button', { type: 'button', class: 'secondary', onclick: addChannel }, 'Add a channel') : null, top, h('button', { type: 'submit' }, 'Save'));
-  replace(root, back, h('h1', null, `${asset ? 'Asset' : 'Component'} ${pid}`), h('p', { role: 'status', class: 'muted' }), asset ? h('p', null, h('a', { href: `#/assets/${encodeURIComponent(pid)}` }, 'Live values of this asset')) : null, form);
+  replace(root, back, h('h1', null, `${asset ? 'Asset' : 'Component'} ${pid}`), status, asset ? h('p', null, h('a', { href: `#/assets/${encodeURIComponent(pid)}` }, 'Live values of this asset')) : null, form);
 }

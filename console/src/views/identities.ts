@@ -25,8 +25,8 @@ export function identitiesView(root: HTMLElement, _args: string[], me: Identity)
   const act = async (what: string, fn: () => Promise<unknown>) => {
     try {
       await fn();
-      note.textContent = what;
       await load();
+      note.textContent = what;
     } catch (e) {
       note.textContent = `${what.replace(/\.$/, '')} failed: ${(e as Error).message}`;
     }
