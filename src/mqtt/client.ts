@@ -118,7 +118,7 @@ export class PacketGate {
 
   /** Collects a skipped PUBLISH's topic length, topic and packet id [MQTT-3.3.2], then skips the rest. */
   private peekPublish(part: Buffer): void {
-    this.peek.push(part);
+    this.peek.push(Buffer.from(part));
     this.peeked += part.length;
     const buf = Buffer.concat(this.peek);
     this.peek = [buf];
@@ -259,6 +259,7 @@ export class MqttClient extends EventEmitter {
     const { host, port, secure } = parseBrokerUrl(this.opts.url);
     this.log.debug('mqtt connecting', { broker: `${host}:${port}`, clientId: this.opts.clientId, tls: secure });
     let socket: net.Socket;
+    let onChunk: (chunk: Buffer) => void = () => {};
     const onConnected = () => {
       socket.setNoDelay(true);
       this.sendConnect();
@@ -268,7 +269,9 @@ export class MqttClient extends EventEmitter {
         socket = tls.connect({ host, port, secureContext: this.secureContext, servername: net.isIP(host) ? undefined : host });
         socket.once('secureConnect', onConnected);
       } else {
-        socket = net.connect({ host, port });
+        // One reused read buffer: a stream of skipped over-size data allocates nothing per chunk.
+        const rb = Buffer.allocUnsafe(65536);
+        socket = net.connect({ host, port, onread: { buffer: rb, callback: (n) => (onChunk(rb.subarray(0, n)), true) } });
         socket.once('connect', onConnected);
       }
     } catch (err) {
@@ -294,11 +297,12 @@ export class MqttClient extends EventEmitter {
     };
     const gate = new PacketGate(
       this.opts.maxPacketBytes ?? MAX_PACKET_BYTES,
-      (b) => parser.parse(b),
+      // A copy: the read buffer is reused, the parser may keep part of a packet until the rest comes.
+      (b) => parser.parse(Buffer.from(b)),
       (p) => this.onOversize(p),
       malformed,
     );
-    socket.on('data', (chunk: Buffer) => {
+    onChunk = (chunk: Buffer) => {
       if (this.socket !== socket) return;
       this.lastReceived = Date.now();
       try {
@@ -306,7 +310,8 @@ export class MqttClient extends EventEmitter {
       } catch (err) {
         malformed((err as Error).message);
       }
-    });
+    };
+    if (secure) socket.on('data', onChunk);
     socket.on('error', (err) => {
       if (this.socket === socket) this.log.warn('mqtt connection error', { broker: `${host}:${port}`, error: err.message });
     });
