@@ -13,7 +13,7 @@ import path from 'node:path';
 import { ROOT } from '../helpers/daemon.js';
 import { freePort } from '../helpers/ports.js';
 import { buildDp } from '../helpers/dp.js';
-import { diffTrees, openTempDir, snapshotTree, watchProcess } from '../helpers/install.js';
+import { buildBundle, diffTrees, openTempDir, snapshotTree, watchProcess } from '../helpers/install.js';
 
 const datadirSource = fs.readFileSync(path.join(ROOT, 'src', 'store', 'datadir.ts'), 'utf8');
 const OLD_FORMAT = Number(/export const DATA_FORMAT_VERSION = (\d+);/.exec(datadirSource)?.[1]);
@@ -46,15 +46,6 @@ MIGRATIONS[\${n}] = (dir: string) => {
 };
 `;
 
-function buildBundle(outfile: string, version: string, plugin?: string): void {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'build', 'build.mjs')], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    env: { ...process.env, GATEWAYD_OUTFILE: outfile, GATEWAYD_VERSION: version, ...(plugin ? { GATEWAYD_BUILD_PLUGIN: plugin } : {}) },
-    timeout: 60_000,
-  });
-  if (r.status !== 0) throw new Error(`build of ${version} failed: ${r.stderr}${r.stdout}`);
-}
 
 t.test('over-the-air update: new firmware on an old dataDir, old firmware refused', async (t) => {
   t.ok(OLD_FORMAT >= 1, `current dataDir format is ${OLD_FORMAT}`);

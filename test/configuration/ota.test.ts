@@ -4,12 +4,12 @@
 // time follows the new image and the new defaults; a changed one keeps its runtime values, property
 // by property; a runtime-created asset and a runtime deletion survive.
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../helpers/daemon.js';
 import { freePort } from '../helpers/ports.js';
-import { openTempDir, watchProcess } from '../helpers/install.js';
+import { buildBundle, openTempDir, watchProcess } from '../helpers/install.js';
 
 const PLUGIN = `import fs from 'node:fs';
 export default {
@@ -27,15 +27,6 @@ export default {
 };
 `;
 
-function buildBundle(outfile: string, version: string, plugin?: string): void {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'build', 'build.mjs')], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    env: { ...process.env, GATEWAYD_OUTFILE: outfile, GATEWAYD_VERSION: version, ...(plugin ? { GATEWAYD_BUILD_PLUGIN: plugin } : {}) },
-    timeout: 60_000,
-  });
-  if (r.status !== 0) throw new Error(`build of ${version} failed: ${r.stderr}${r.stdout}`);
-}
 
 t.test('an update changes image defaults under a runtime overlay', async (t) => {
   const dir = openTempDir(t, 'gatewayd-conf-ota-');

@@ -210,3 +210,17 @@ export function spawnAsDaemonUser(cmd: string, args: string[], opts: SpawnOption
   const u = daemonUser();
   return spawn(cmd, args, { ...opts, ...(u ? { uid: u.uid, gid: u.gid } : {}) });
 }
+
+/**
+ * Builds the bundle as `make build` does, into `outfile` with `version` (over-the-air tests: an old
+ * and a new firmware), optionally through an esbuild plugin module that changes the sources.
+ */
+export function buildBundle(outfile: string, version: string, plugin?: string): void {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'build', 'build.mjs')], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, GATEWAYD_OUTFILE: outfile, GATEWAYD_VERSION: version, ...(plugin ? { GATEWAYD_BUILD_PLUGIN: plugin } : {}) },
+    timeout: 60_000,
+  });
+  if (r.status !== 0) throw new Error(`build of ${version} failed: ${r.stderr}${r.stdout}`);
+}
