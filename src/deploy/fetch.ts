@@ -9,11 +9,15 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
+import { lazyBuiltin } from '../core/builtin.js';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+
+// Loaded for the first https: download (docs/installation.md "Start-up time").
+const httpsModule = lazyBuiltin<typeof https>('node:https');
 
 export interface FetchOptions {
   /** Connect and idle timeout, ms. */
@@ -203,7 +207,7 @@ function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: numbe
   const shown = redactUrl(url.href);
   const named = (err: Error) => (err instanceof DownloadError ? err : new DownloadError(`download of ${shown} failed: ${err.message}`));
   return new Promise<void>((resolve, reject) => {
-    const mod = url.protocol === 'https:' ? https : http;
+    const mod = url.protocol === 'https:' ? httpsModule() : http;
     const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd', ...opts.headers, ...extra }, signal: opts.signal }, (res) => {
       const status = res.statusCode ?? 0;
       if ([301, 302, 303, 307, 308].includes(status)) {

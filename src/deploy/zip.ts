@@ -9,7 +9,11 @@
 // Format reference: PKWARE APPNOTE.TXT 6.3 (section numbers cited below).
 
 import fsp from 'node:fs/promises';
-import zlib from 'node:zlib';
+import type zlibMod from 'node:zlib';
+import { lazyBuiltin } from '../core/builtin.js';
+
+// Loaded on first use (gzip'ed payloads and deployment packages are the exception).
+const zlib = lazyBuiltin<typeof zlibMod>('node:zlib');
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { crc32 } from '../store/crc32.js';
@@ -133,7 +137,7 @@ export class ZipArchive {
         yield c;
       }
     } else {
-      const inflater = zlib.createInflateRaw({ chunkSize: CHUNK });
+      const inflater = zlib().createInflateRaw({ chunkSize: CHUNK });
       // Feed the inflater in the background; its errors surface through the iteration below.
       void pipeline(Readable.from(raw), inflater).catch(() => {});
       try {

@@ -5,13 +5,17 @@
 // filters (403→401 rewrite, WWW-Authenticate). Each API family brings its own error shape.
 
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
+import { lazyBuiltin } from '../core/builtin.js';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
 import { Router, decodePath } from './router.js';
 import { RequestError } from '../core/errors.js';
 import { BodyGate } from './body.js';
 import { HttpError, RequestContext, addressPrefix, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
+
+// Loaded when an HTTPS listener opens (docs/installation.md "Start-up time").
+const httpsModule = lazyBuiltin<typeof https>('node:https');
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
 
@@ -196,8 +200,13 @@ export class HttpServer {
           tlsOpts.rejectUnauthorized = true;
           tlsOpts.ca = tls.ca;
           if (tls.crl) tlsOpts.crl = tls.crl;
+        } else {
+          // No client certificates are asked for here, so no trust store is needed: without `ca`
+          // Node would parse its ~140 built-in root certificates, a third of the CPU of a start-up
+          // with HTTPS (docs/installation.md "Start-up time").
+          tlsOpts.ca = [];
         }
-        server = https.createServer(tlsOpts);
+        server = httpsModule().createServer(tlsOpts);
         server.on('tlsClientError', (err: Error) => {
           this.log.debug('TLS handshake failed', { port: info.port, error: err.message });
         });

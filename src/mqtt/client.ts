@@ -11,9 +11,13 @@
 import { X509Certificate } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
+import { lazyBuiltin } from '../core/builtin.js';
 import mqttPacket from 'mqtt-packet';
 import type { Logger } from '../log.js';
+
+// Loaded for an mqtts:// broker only (docs/installation.md "Start-up time").
+const tlsModule = lazyBuiltin<typeof tls>('node:tls');
 
 export interface MqttMessage {
   topic: string;
@@ -231,7 +235,7 @@ export class MqttClient extends EventEmitter {
       throw new MqttError(`unusable CA certificate: ${reason(err)}`, 'tls.ca');
     }
     try {
-      return tls.createSecureContext({ ca: t.ca, cert: t.cert, key: t.key });
+      return tlsModule().createSecureContext({ ca: t.ca, cert: t.cert, key: t.key });
     } catch (err) {
       throw new MqttError(`unusable client certificate or key: ${reason(err)}`, 'tls.cert');
     }
@@ -266,7 +270,7 @@ export class MqttClient extends EventEmitter {
     };
     try {
       if (secure) {
-        socket = tls.connect({ host, port, secureContext: this.secureContext, servername: net.isIP(host) ? undefined : host });
+        socket = tlsModule().connect({ host, port, secureContext: this.secureContext, servername: net.isIP(host) ? undefined : host });
         socket.once('secureConnect', onConnected);
       } else {
         // One reused read buffer: a stream of skipped over-size data allocates nothing per chunk.

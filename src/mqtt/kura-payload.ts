@@ -23,7 +23,11 @@
 // One encoder and one decoder per message kind. The decoder never throws: garbage gives
 // `{ ok: false, error }` with a message naming what was wrong and where.
 
-import zlib from 'node:zlib';
+import type zlibMod from 'node:zlib';
+import { lazyBuiltin } from '../core/builtin.js';
+
+// Loaded on first use (gzip'ed payloads and deployment packages are the exception).
+const zlib = lazyBuiltin<typeof zlibMod>('node:zlib');
 
 export const METRIC_TYPES = ['DOUBLE', 'FLOAT', 'INT64', 'INT32', 'BOOL', 'STRING', 'BYTES'] as const;
 export type MetricType = (typeof METRIC_TYPES)[number];
@@ -418,7 +422,7 @@ export const MAX_INFLATED_BYTES = 4 * 1024 * 1024;
 function inflatedStart(buf: Buffer): Buffer {
   for (let n = Math.min(buf.length, 65536); n >= 32; n >>= 1) {
     try {
-      return zlib.gunzipSync(buf.subarray(0, n), { finishFlush: zlib.constants.Z_SYNC_FLUSH, maxOutputLength: 256 * 1024 });
+      return zlib().gunzipSync(buf.subarray(0, n), { finishFlush: zlib().constants.Z_SYNC_FLUSH, maxOutputLength: 256 * 1024 });
     } catch {
       // too much output from this prefix (or a broken stream): try a shorter one
     }
@@ -435,7 +439,7 @@ export function decodeKuraPayload(buf: Buffer): DecodeResult<KuraPayload> {
   if (isGzip(buf)) {
     let inflated: Buffer;
     try {
-      inflated = zlib.gunzipSync(buf, { maxOutputLength: MAX_INFLATED_BYTES });
+      inflated = zlib().gunzipSync(buf, { maxOutputLength: MAX_INFLATED_BYTES });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') return { ok: false, error: 'invalid gzip payload' };
       return decodeKuraPayloadRaw(inflatedStart(buf), `payload inflates to more than ${MAX_INFLATED_BYTES} bytes`);
@@ -452,7 +456,7 @@ export function decodeKuraPayload(buf: Buffer): DecodeResult<KuraPayload> {
 export function encodeKuraPayloadForWire(p: KuraPayload, gzip: boolean): Buffer {
   const raw = encodeKuraPayload(p);
   if (!gzip) return raw;
-  const zipped = zlib.gzipSync(raw);
+  const zipped = zlib().gzipSync(raw);
   return zipped.length < raw.length ? zipped : raw;
 }
 

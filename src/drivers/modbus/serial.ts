@@ -6,16 +6,21 @@
 // adapter and the event loop all batch bytes). Bytes that form no valid response (noise, late
 // answers, bad CRCs) are discarded and counted.
 
-import { execFile } from 'node:child_process';
+import type { execFile as ExecFile } from 'node:child_process';
 import fs from 'node:fs';
-import tty from 'node:tty';
-import { promisify } from 'node:util';
+import type tty from 'node:tty';
+import { lazyBuiltin } from '../../core/builtin.js';
 import type { Logger } from '../../log.js';
 import type { SerialSettings } from './config.js';
 import { RtuReceiver, encodeRtu, interFrameGapMs } from './rtu-frame.js';
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
 
-const run = promisify(execFile);
+// Loaded when a serial line first opens: most configurations have none.
+const ttyMod = lazyBuiltin<typeof tty>('node:tty');
+const execFile = lazyBuiltin<{ execFile: typeof ExecFile }>('node:child_process');
+/** execFile as a promise; a failure carries the command's stderr, as util.promisify's does. */
+const run = (cmd: string, args: string[], opts: { timeout: number }): Promise<void> =>
+  new Promise((resolve, reject) => execFile().execFile(cmd, args, opts, (err, _out, stderr) => (err ? reject(Object.assign(err, { stderr })) : resolve())));
 
 export function sttyArgs(s: SerialSettings): string[] {
   return [
@@ -114,9 +119,9 @@ export class SerialTransport implements Transport {
         const { O_RDWR, O_NOCTTY, O_NONBLOCK } = fs.constants;
         fd = await new Promise<number>((res, rej) =>
           fs.open(this.settings.portName, O_RDWR | O_NOCTTY | O_NONBLOCK, (e, f) => (e ? rej(e) : res(f))));
-        if (!tty.isatty(fd)) throw new Error('not a terminal device');
+        if (!ttyMod().isatty(fd)) throw new Error('not a terminal device');
         // A TTY handle reads without blocking a libuv thread, and close() cancels it.
-        const stream = new tty.ReadStream(fd);
+        const stream = new (ttyMod().ReadStream)(fd);
         fd = undefined;
         if (this.closed) {
           stream.destroy();
