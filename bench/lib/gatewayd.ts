@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BUNDLE, LAUNCHER, READY, launcherEnv, launcherNodeFlags, spawnGatewayd, writeConfigFile } from '../../test/helpers/launch.mjs';
+import { threadCpuMs } from './proc.js';
 import type { Scope } from './scope.js';
 
 export { BUNDLE, LAUNCHER, launcherEnv, launcherNodeFlags };
@@ -16,6 +17,8 @@ export interface Gatewayd {
   dir: string;
   /** Milliseconds from spawn to the `gatewayd ready` line. */
   readyMs: number;
+  /** CPU milliseconds (all threads) the process had used when it logged the ready line. */
+  readyCpuMs: number;
   logs: string[];
   stop(): Promise<void>;
 }
@@ -51,7 +54,17 @@ export async function startGatewayd(scope: Scope, config: Record<string, any>, o
   const configFile = writeConfigFile(dir, cfg);
   const env = opts.launcher ? { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` } : {};
   let readyAt: bigint | undefined;
-  const spawned = spawnGatewayd({ configFile, cwd: dir, env, command, keep: 2000, onLine: (line) => (readyAt ??= READY.test(line) ? process.hrtime.bigint() : undefined) });
+  let readyCpuMs = NaN;
+  let pid = 0;
+  const spawned = spawnGatewayd({
+    configFile, cwd: dir, env, command, keep: 2000,
+    onLine: (line) => {
+      if (readyAt !== undefined || !READY.test(line)) return;
+      readyAt = process.hrtime.bigint();
+      readyCpuMs = threadCpuMs(pid);
+    },
+  });
+  pid = spawned.proc.pid!;
   const { proc, lines: logs } = spawned;
   const stop = async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
@@ -64,5 +77,5 @@ export async function startGatewayd(scope: Scope, config: Record<string, any>, o
   scope.teardown(stop);
   await spawned.waitFor(READY, 20_000);
   const readyMs = Number(readyAt! - spawned.spawnedAt) / 1e6;
-  return { proc, pid: proc.pid!, dir, readyMs, logs, stop };
+  return { proc, pid: proc.pid!, dir, readyMs, readyCpuMs, logs, stop };
 }

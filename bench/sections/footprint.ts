@@ -50,12 +50,20 @@ async function gatewaydRss(launcher: boolean, requests: number, sessions: number
   });
 }
 
-function nodeE0(): Promise<number> {
+/**
+ * `node -e 0`: spawn to exit in ms, and the CPU ms it used (all threads; it prints its own
+ * process.cpuUsage() as it ends). `launcher`: with the launcher's node flags and environment.
+ */
+function nodeE0(launcher = false): Promise<{ ms: number; cpuMs: number }> {
   return new Promise((resolve, reject) => {
+    const flags = launcher ? launcherNodeFlags() ?? [] : [];
+    const env = launcher ? { ...process.env, ...launcherEnv() } : process.env;
     const t0 = process.hrtime.bigint();
-    const p = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    const p = spawn(process.execPath, [...flags, '-e', 'const u=process.cpuUsage();process.stdout.write(String((u.user+u.system)/1000))'], { stdio: ['ignore', 'pipe', 'ignore'], env });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
     p.once('error', reject);
-    p.once('exit', () => resolve(Number(process.hrtime.bigint() - t0) / 1e6));
+    p.once('close', () => resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, cpuMs: Number(out) }));
   });
 }
 
@@ -115,26 +123,48 @@ export async function footprintSection(res: Results, opt: Options): Promise<void
 
   // Start-up: spawn → ready line, against spawn → exit of `node -e 0`, alternating. A first boot
   // (empty dataDir: the seeded identity's password is hashed) and a restart on that dataDir (what a
-  // device does on every later boot) are reported apart.
-  const node0: number[] = [];
-  const first: number[] = [];
-  const restart: number[] = [];
+  // device does on every later boot) are reported apart; so are plain node and the launcher (its
+  // flags and environment, as on the device). Wall-clock times on a shared machine measure the
+  // neighbours too: the CPU rows (all threads, up to the ready line) do not.
+  const boots = { plain: { first: [] as number[], restart: [] as number[], firstCpu: [] as number[], restartCpu: [] as number[], node0: [] as number[], node0Cpu: [] as number[] } };
+  const viaLauncher = flags ? { first: [] as number[], restart: [] as number[], firstCpu: [] as number[], restartCpu: [] as number[], node0: [] as number[], node0Cpu: [] as number[] } : undefined;
   const starts = Math.max(5, reps);
   for (let i = 0; i < starts; i++) {
-    node0.push(await nodeE0());
-    await withScope(async (scope) => {
-      const { config } = await demoConfig();
-      const gw = await startGatewayd(scope, config);
-      first.push(gw.readyMs);
-      await gw.stop();
-      const again = await startGatewayd(scope, config, { dir: gw.dir });
-      restart.push(again.readyMs);
-    });
+    for (const [launcher, b] of [[false, boots.plain], ...(viaLauncher ? [[true, viaLauncher] as const] : [])] as const) {
+      const n = await nodeE0(launcher);
+      b.node0.push(n.ms);
+      b.node0Cpu.push(n.cpuMs);
+      await withScope(async (scope) => {
+        const { config } = await demoConfig();
+        const gw = await startGatewayd(scope, config, { launcher });
+        b.first.push(gw.readyMs);
+        b.firstCpu.push(gw.readyCpuMs);
+        await gw.stop();
+        const again = await startGatewayd(scope, config, { dir: gw.dir, launcher });
+        b.restart.push(again.readyMs);
+        b.restartCpu.push(again.readyCpuMs);
+      });
+    }
   }
+  const p = boots.plain;
   const goal = { op: '<=' as const, value: 3, text: '≤ 3× node -e 0' };
-  res.add('Footprint', 'startup-restart', 'start-up to the `gatewayd ready` line, existing dataDir (every later boot)', 'ms', restart, '`node -e 0` (spawn to exit)', node0, goal,
+  res.add('Footprint', 'startup-restart', 'start-up to the `gatewayd ready` line, existing dataDir (every later boot)', 'ms', p.restart, '`node -e 0` (spawn to exit)', p.node0, goal,
     'spawn to the ready line: reading the config, opening dataDir, loading identities, attaching drivers, listening');
-  res.add('Footprint', 'startup-first', 'start-up to the ready line, first boot (empty dataDir)', 'ms', first, '`node -e 0`', node0, goal, 'also creates dataDir and hashes the seeded identity\'s password (scrypt)');
+  res.add('Footprint', 'startup-first', 'start-up to the ready line, first boot (empty dataDir)', 'ms', p.first, '`node -e 0`', p.node0, goal, 'also creates dataDir and hashes the seeded identity\'s password (scrypt)');
+  res.add('Footprint', 'startup-restart-cpu', 'CPU to the ready line, later boot (all threads)', 'ms', p.restartCpu, 'CPU of `node -e 0`', p.node0Cpu, undefined,
+    'CPU time the process used up to its ready line (/proc/<pid>/task/*/schedstat), against the CPU time `node -e 0` uses in its whole life (its process.cpuUsage()): what start-up costs whatever else shares the cores' +
+    (process.env.NODE_EXTRA_CA_CERTS ? `; NODE_EXTRA_CA_CERTS was set (${process.env.NODE_EXTRA_CA_CERTS}), so both sides first parsed those certificates, which a device does not` : ''));
+  res.add('Footprint', 'startup-first-cpu', 'CPU to the ready line, first boot (all threads)', 'ms', p.firstCpu, 'CPU of `node -e 0`', p.node0Cpu);
+  if (viaLauncher) {
+    const v = viaLauncher;
+    const note = `both started with the launcher's node flags and environment (${[...(flags ?? []), ...Object.entries(launcherEnv()).map(([k, x]) => `${k}=${x}`)].join(' ')}); gatewayd through ${path.relative(ROOT, LAUNCHER)} itself`;
+    res.add('Footprint', 'startup-launcher-restart', 'start-up to the ready line through the launcher, later boot', 'ms', v.restart, '`node -e 0` with the launcher\'s flags', v.node0, { op: '<=', value: 2, text: '≤ 2× node -e 0' }, note);
+    res.add('Footprint', 'startup-launcher-first', 'start-up to the ready line through the launcher, first boot', 'ms', v.first, '`node -e 0` with the launcher\'s flags', v.node0);
+    res.add('Footprint', 'startup-launcher-restart-cpu', 'CPU to the ready line through the launcher, later boot', 'ms', v.restartCpu, 'CPU of `node -e 0` with the launcher\'s flags', v.node0Cpu, { op: '<=', value: 2, text: '≤ 2× node -e 0' });
+    res.add('Footprint', 'startup-launcher-first-cpu', 'CPU to the ready line through the launcher, first boot', 'ms', v.firstCpu, 'CPU of `node -e 0` with the launcher\'s flags', v.node0Cpu);
+    res.add('Footprint', 'startup-launcher-flags-cpu', 'CPU to the ready line, later boot: through the launcher', 'ms', v.restartCpu, 'the same with plain node', p.restartCpu, undefined,
+      'the launcher\'s V8 heap flags make this Node reject the code cache it ships for its own built-in modules (V8 checks the flags a cache was made with), so every built-in gatewayd loads is compiled from source (docs/installation.md "Start-up time")');
+  }
 
   const size = fs.statSync(BUNDLE).size / 1024;
   res.add('Footprint', 'bundle', 'bundle size (dist/gatewayd.js)', 'KiB', [size], 'the build\'s limit', [BUNDLE_LIMIT / 1024], { op: '<=', value: 1, text: 'within the limit' });
