@@ -101,6 +101,8 @@ t.test('technician workflow', async (t) => {
   t.pass('a LONG beyond 2^53 is shown exactly');
   await row('missing').locator('td.value.error', { hasText: /^Error: / }).waitFor();
   t.pass('the failing channel shows its error');
+  await page.getByLabel('Poll status').getByText(/^Unit 1: \d+ requests, \d+ answers, 0 timeouts, [1-9]\d* exceptions/).waitFor();
+  t.pass("the asset's poll status shows the unit's counters (GET _status)");
   await dev.set(1, 'hr', 0, [1250]);
   await row('speed').locator('td.value', { hasText: '1250' }).waitFor();
   t.pass('values refresh while the page is visible');

@@ -6,6 +6,19 @@ import { problem, table } from './common';
 
 interface Channel { name: string; type: 'READ' | 'WRITE' | 'READ_WRITE'; valueType: string; unit?: string; isEnabled: boolean }
 interface Rec { name: string; value?: unknown; timestamp: number; unit?: string; channelStatus: { channelFlag: string; exceptionMessage?: string } }
+interface Device { unit: number; requests: number; responses: number; timeouts: number; exceptions: number; backoffUntil: number }
+interface PollStatus { pollInterval: number; lastPoll: number; lastSuccess: number; consecutiveFailures: number; overruns: number; devices: Device[] }
+
+/** The asset's poll status (GET _status) in words: a stalled poll shows as an old "last poll". */
+function pollLines(s: PollStatus): HTMLElement[] {
+  const when = (t: number, none: string) => (t ? fmtTime(t) : none);
+  return [
+    h('p', null, s.pollInterval > 0
+      ? `Polled every ${s.pollInterval} ms: last poll ${when(s.lastPoll, 'not yet')}, last poll without errors ${when(s.lastSuccess, 'never')}, ${s.consecutiveFailures} failed in a row, ${s.overruns} overruns.`
+      : 'Not polled: values are read when asked.'),
+    ...s.devices.map((d) => h('p', null, `Unit ${d.unit}: ${d.requests} requests, ${d.responses} answers, ${d.timeouts} timeouts, ${d.exceptions} exceptions${d.backoffUntil ? `, not asked until ${fmtTime(d.backoffUntil)} (not answering)` : ''}.`)),
+  ];
+}
 
 export function assetsView(root: HTMLElement, args: string[]): (() => void) | void {
   if (args[0]) return assetView(root, args[0]);
@@ -60,6 +73,7 @@ function assetView(root: HTMLElement, pid: string): (() => void) | void {
     if (stopped) return;
     const cells = new Map<string, { value: HTMLElement; time: HTMLElement }>();
     const status = h('p', { class: 'muted', role: 'status' });
+    const poll = h('div', { class: 'muted', 'aria-label': 'Poll status' });
     const rows = channels.map((c) => {
       const value = h('td', { class: 'value' }, c.type === 'WRITE' ? 'write only' : '…');
       const time = h('td', null, '—');
@@ -91,7 +105,7 @@ function assetView(root: HTMLElement, pid: string): (() => void) | void {
         value, h('td', null, c.unit ?? ''), time, h('td', null, write));
     });
     replace(root, head, channels.length === 0 ? h('p', { class: 'empty' }, 'This asset has no channels.')
-      : [table(['Channel', 'Mode', 'Type', 'Value', 'Unit', 'Read at', 'Write'], rows, `Channels of ${pid}`), status]);
+      : [table(['Channel', 'Mode', 'Type', 'Value', 'Unit', 'Read at', 'Write'], rows, `Channels of ${pid}`), status, poll]);
     if (!channels.some((c) => c.type !== 'WRITE' && c.isEnabled)) return;
     stopPoll = every(2000, async () => {
       try {
@@ -105,6 +119,7 @@ function assetView(root: HTMLElement, pid: string): (() => void) | void {
           cell.time.textContent = fmtTime(r.timestamp);
         }
         status.textContent = 'Values refresh every 2 seconds while this page is visible.';
+        replace(poll, pollLines(await get<PollStatus>(`${base}/_status`)));
       } catch (e) {
         if (e instanceof ApiError && e.status !== 0) throw e;
         status.textContent = (e as Error).message;
