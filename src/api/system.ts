@@ -82,10 +82,12 @@ function kuraProperties(cfg: Config): Record<string, string> {
 
 // Walking dataDir costs a stat per file: bounded, and cached for a few seconds.
 const WALK_MAX_ENTRIES = 20_000;
-let usageCache: { dir: string; at: number; bytes: number; files: number } | undefined;
+type Usage = { dir: string; at: number; bytes: number; files: number };
 
-function dirUsage(dir: string): { bytes: number; files: number } {
+/** The dataDir's size; `cache` (one per family, no module state) keeps the last walk for 5 s. */
+function dirUsage(dir: string, cache: { last?: Usage }): { bytes: number; files: number } {
   const now = Date.now();
+  const usageCache = cache.last;
   if (usageCache && usageCache.dir === dir && now - usageCache.at < 5000) return usageCache;
   let bytes = 0;
   let files = 0;
@@ -111,8 +113,8 @@ function dirUsage(dir: string): { bytes: number; files: number } {
       }
     }
   }
-  usageCache = { dir, at: now, bytes, files };
-  return usageCache;
+  cache.last = { dir, at: now, bytes, files };
+  return cache.last;
 }
 
 function filesystem(dir: string): { freeBytes?: number; totalBytes?: number } {
@@ -125,11 +127,11 @@ function filesystem(dir: string): { freeBytes?: number; totalBytes?: number } {
 }
 
 /** The `status` extension: everything a technician checks first, in one typed answer. */
-function status(server: HttpServer, deps: SystemDeps): Record<string, unknown> {
+function status(server: HttpServer, deps: SystemDeps, cache: { last?: Usage }): Record<string, unknown> {
   const cfg = deps.config();
   const mem = process.memoryUsage();
   const mqtt = deps.mqtt();
-  const usage = dirUsage(cfg.dataDir);
+  const usage = dirUsage(cfg.dataDir, cache);
   return {
     version: VERSION,
     gatewayVersion: cfg.deploy['gateway.version'],
@@ -151,8 +153,8 @@ function status(server: HttpServer, deps: SystemDeps): Record<string, unknown> {
 }
 
 /** The extension's figures as Kura's extended-properties groups (string values). */
-function extended(server: HttpServer, deps: SystemDeps): Record<string, Record<string, string>> {
-  const s = status(server, deps) as { mqtt: Record<string, unknown>; dataDir: Record<string, unknown> };
+function extended(server: HttpServer, deps: SystemDeps, cache: { last?: Usage }): Record<string, Record<string, string>> {
+  const s = status(server, deps, cache) as { mqtt: Record<string, unknown>; dataDir: Record<string, unknown> };
   const strings = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]));
   return { mqtt: strings(s.mqtt), dataDir: strings(s.dataDir) };
 }
@@ -170,7 +172,8 @@ const pick = <T>(o: Record<string, T>, keep: Set<string>) => Object.fromEntries(
 /** The system/v1 family (src/core/family.ts), REST only. */
 export function systemFamily(server: HttpServer, deps: SystemDeps): Family {
   const cfg = () => deps.config();
-  const ext = () => ({ version: '1.0', extendedProperties: extended(server, deps) });
+  const cache: { last?: Usage } = {};
+  const ext = () => ({ version: '1.0', extendedProperties: extended(server, deps, cache) });
   return {
     name: 'system/v1',
     rest: '/services/system/v1',
@@ -187,7 +190,7 @@ export function systemFamily(server: HttpServer, deps: SystemDeps): Family {
         const e = ext();
         return { ...e, extendedProperties: pick(e.extendedProperties, keep) };
       } },
-      { method: 'GET', path: 'status', handler: () => status(server, deps) },
+      { method: 'GET', path: 'status', handler: () => status(server, deps, cache) },
     ],
   };
 }
