@@ -1,8 +1,8 @@
 // Parts: attacks on the HTTP edge and the login path (issue 13 items 1, 4, 6, 7), each against its
 // own daemon run with the image launcher's flags, each while a legitimate client is served:
 //   slow-bodies   16 anonymous logins sending their 16,000-byte body one byte per packet (half as
-//                 1-byte chunks), reconnecting when cut, plus 400 connections that never send a
-//                 request (beyond the 256-connection bound); a legitimate user logs in every 250 ms.
+//                 1-byte chunks), reconnecting when cut, plus 700 connections that never send a
+//                 request (beyond the 512-connection bound); a legitimate user logs in every 250 ms.
 //   long-names    3000 failed logins with distinct 15 KB user names from 300 addresses; a legitimate
 //                 user logs in every 250 ms.
 //   hash-flood    wrong passwords for made-up names from 64 addresses (6 connections each) for 30 s;
@@ -65,7 +65,7 @@ async function withDaemon(config, part, attack) {
 const identities = (names) => Object.fromEntries(names.map((n) => [n, { password: PW, permissions: n === 'admin' ? ['kura.admin'] : ['rest.assets'], passwordChangeNeeded: false }]));
 
 /** Item 1: one-byte-per-packet login bodies and never-used connections. */
-export function runSlowBodies({ seconds = 30, slow = 16, idle = 400 } = {}) {
+export function runSlowBodies({ seconds = 30, slow = 16, idle = 700 } = {}) {
   return withDaemon({ identities: identities(['legit']) }, '1 slow bodies', async (d, failures) => {
     const port = d.port;
     let stop = false;
@@ -123,7 +123,7 @@ export function runSlowBodies({ seconds = 30, slow = 16, idle = 400 } = {}) {
       legit,
       legitWhat: 'password login every 250 ms',
       notes: [
-        `${seconds} s: ${slow} slow login bodies at a time (${st.opened} connections, ${st.bytes} body bytes sent), answered ${fmt(st.answers)}, longest held ${(st.maxHeldMs / 1000).toFixed(1)} s (body deadline ${BODY_TIMEOUT_MS / 1000} s); ${idle} idle connections at a time (${st.idleOpened} opened) against the 256-connection bound`,
+        `${seconds} s: ${slow} slow login bodies at a time (${st.opened} connections, ${st.bytes} body bytes sent), answered ${fmt(st.answers)}, longest held ${(st.maxHeldMs / 1000).toFixed(1)} s (body deadline ${BODY_TIMEOUT_MS / 1000} s); ${idle} idle connections at a time (${st.idleOpened} opened) against the 512-connection bound`,
       ],
     };
   });

@@ -31,7 +31,7 @@ export const validateHttp = section<HttpConfig>({
   'https.truststore': [str(), ''],
   'https.truststore.crl': [str(), ''],
   'bind.address': [str({ nonEmpty: true }), '0.0.0.0'],
-  'max.connections': [num({ int: true, min: 1, max: 65_535 }), 256],
+  'max.connections': [num({ int: true, min: 1, max: 65_535 }), 512],
   'body.timeout': [num({ int: true, min: 100, max: 300_000 }), 20_000],
   'max.unauthenticated.bodies': [num({ int: true, min: 1, max: 1024 }), 8],
 });
