@@ -26,6 +26,7 @@ export async function startSession(): Promise<void> {
 
 const loginFailed = (e: unknown, failures: number): string => {
   if (!(e instanceof ApiError)) return String(e);
+  if (e.status === 404) return 'Session login is switched off on this gateway (rest.session.management.enabled), so the console cannot be used; ask the administrator.';
   if (e.status !== 401) return e.message;
   return failures > 1
     ? 'Login failed again. After repeated failures the gateway delays further attempts for this user and address for a few seconds: wait a moment, check the user name and password, then try again.'

@@ -114,6 +114,15 @@ t.test('field console security', async (t) => {
     await page.getByText('You have logged out.').waitFor();
   });
 
+  await t.test('session management switched off: the login says so', async (t) => {
+    const d = await startDaemon(t, { identities: users, rest: { 'session.management.enabled': false } }, { http: 0, https: 1 });
+    const { page, context } = await openPage(browser);
+    t.teardown(() => context.close());
+    await login(page, `https://127.0.0.1:${d.ports.https[0]}`, 'admin', 'Admin-pass1');
+    await page.getByRole('alert').filter({ hasText: 'Session login is switched off' }).waitFor();
+    t.pass('explained');
+  });
+
   await t.test('an expired session returns to the login view with a message', async (t) => {
     const d = await startDaemon(t, { identities: users, rest: { 'session.inactivity.interval': 1 } }, { http: 0, https: 1 });
     const origin = `https://127.0.0.1:${d.ports.https[0]}`;
