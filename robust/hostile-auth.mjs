@@ -66,7 +66,7 @@ const identities = (names) => Object.fromEntries(names.map((n) => [n, { password
 
 /** Item 1: one-byte-per-packet login bodies and never-used connections. */
 export function runSlowBodies({ seconds = 30, slow = 16, idle = 700 } = {}) {
-  return withDaemon({ identities: identities(['legit']) }, '1 slow bodies', async (d, failures) => {
+  return withDaemon({ identities: identities(['legit']) }, '9 slow bodies', async (d, failures) => {
     const port = d.port;
     let stop = false;
     const st = { opened: 0, answers: new Map(), maxHeldMs: 0, bytes: 0, idleOpened: 0 };
@@ -131,7 +131,7 @@ export function runSlowBodies({ seconds = 30, slow = 16, idle = 700 } = {}) {
 
 /** Item 4: failed logins with distinct 15 KB names from 300 addresses. */
 export function runLongNames({ attempts = 3000, concurrency = 32 } = {}) {
-  return withDaemon({ identities: identities(['legit']) }, '4 long user names', async (d, failures) => {
+  return withDaemon({ identities: identities(['legit']) }, '10 long user names', async (d, failures) => {
     const port = d.port;
     const big = 'n'.repeat(15_000);
     const answers = new Map();
@@ -164,7 +164,7 @@ export function runLongNames({ attempts = 3000, concurrency = 32 } = {}) {
 
 /** Item 6: wrong passwords from 64 addresses; the right one must keep working. */
 export function runHashFlood({ seconds = 30, addresses = 64, perAddress = 6 } = {}) {
-  return withDaemon({ identities: identities(['legit']) }, '6 wrong-password flood', async (d) => {
+  return withDaemon({ identities: identities(['legit']) }, '11 wrong-password flood', async (d) => {
     const port = d.port;
     const answers = new Map();
     let stop = false;
@@ -197,7 +197,7 @@ export function runHashFlood({ seconds = 30, addresses = 64, perAddress = 6 } = 
 /** Item 7: many identities log in again and again; the administrator's session stays. */
 export function runSessionFlood({ identitiesCount = 5, loginsEach = 100, maxSessions = 100 } = {}) {
   const flooders = Array.from({ length: identitiesCount }, (_, i) => `op${i}`);
-  return withDaemon({ identities: identities(['admin', ...flooders]), rest: { 'session.max.count': maxSessions }, assets: { demo: { 'driver.pid': 'sim', channels: { t: { type: 'READ', 'value.type': 'DOUBLE', simulation: 'sine' } } } } }, '7 session flood', async (d) => {
+  return withDaemon({ identities: identities(['admin', ...flooders]), rest: { 'session.max.count': maxSessions }, assets: { demo: { 'driver.pid': 'sim', channels: { t: { type: 'READ', 'value.type': 'DOUBLE', simulation: 'sine' } } } } }, '12 session flood', async (d) => {
     const port = d.port;
     const adminAgent = agent(1, '127.0.0.15');
     const admin = await loginHeaders(port, 'admin', PW, adminAgent);
