@@ -90,8 +90,18 @@ t.test('docs/configuration.md and docs/drivers.md name every key the daemon acce
     t.ok(configuration.includes(`| \`${key}\` |`), `configuration.md documents the top-level key ${key}`);
   }
   for (const [section, values] of Object.entries(sections)) {
-    for (const key of Object.keys(values)) {
-      t.ok(configuration.includes(`| \`${key}\` |`), `configuration.md documents ${section}.${key}`);
+    // The rows of the section's own heading (`## \`http\`: …` up to the next `## `).
+    const start = configuration.indexOf(`\n## \`${section}\``);
+    const end = configuration.indexOf('\n## ', start + 1);
+    const rows = start < 0 ? [] : configuration.slice(start, end < 0 ? undefined : end).split('\n');
+    for (const [key, value] of Object.entries(values)) {
+      const row = rows.find((l) => l.startsWith(`| \`${key}\` |`));
+      if (!t.ok(row, `configuration.md documents ${section}.${key} under its section's heading`) || !row) continue;
+      // The default column shows the default (except paths the loader resolved against this checkout).
+      if (typeof value === 'string' && path.isAbsolute(value) && value.startsWith(ROOT)) continue;
+      const shown = typeof value === 'string' ? (value === '' ? '`""`' : `\`${value}\``) : `\`${JSON.stringify(value)}\``;
+      const dflt = row.split(' | ')[2] ?? '';
+      t.ok(dflt.includes(shown), `configuration.md: the default of ${section}.${key} is ${shown} (the row says ${dflt})`);
     }
   }
   const drivers = read('docs/drivers.md');
