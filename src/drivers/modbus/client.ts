@@ -43,6 +43,8 @@ export class ModbusClient {
   private readonly queue: Job[] = [];
   private running = false;
   private readonly shared = new Map<string, Promise<ModbusResponse>>();
+  /** When each response arrived: the timestamp of every read that shares it (joined requests). */
+  readonly receivedAt = new WeakMap<ModbusResponse, number>();
   private readonly units = new Map<number, UnitState>();
   private closed = false;
 
@@ -110,7 +112,9 @@ export class ModbusClient {
         continue;
       }
       try {
-        job.resolve(await this.attempt(job, unit));
+        const res = await this.attempt(job, unit);
+        this.receivedAt.set(res, Date.now());
+        job.resolve(res);
         unit.backoff = unit.backoffUntil = 0;
       } catch (err) {
         if (err instanceof TimeoutError && job.opts.backoffMax > 0) {

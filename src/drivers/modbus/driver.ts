@@ -106,7 +106,8 @@ export class ModbusDriverImpl implements ModbusDriver {
       for (const item of block.items) results[item.index] = { ok: false, error };
       return;
     }
-    const timestamp = Date.now();
+    // Reads joined into one bus transaction share its response, and so its timestamp.
+    const timestamp = this.client.receivedAt.get(res) ?? Date.now();
     const bits = 'bits' in res ? res.bits : undefined;
     const data = 'data' in res ? res.data : undefined;
     if ((bits && bits.length < block.quantity) || (data && data.length !== block.quantity * 2) || (!bits && !data)) {
