@@ -57,7 +57,9 @@ export function channelJson(c: ChannelConfig): string {
  * ChannelRecord JSON in Kura's field order: channelStatus, name, valueType, value, timestamp, unit.
  * Failures carry `channelFlag` and `exceptionMessage` (COMPATIBILITY.md: no serialised Java exception).
  * Records the asset refused before the driver carry neither valueType nor unit, as in Kura.
- * `echo` (writes): Kura answers with the request's own type and value, and no unit.
+ * `echo` (writes): the request's value; Kura answers a write with a type and value and no unit. A
+ * successful write reports what was written (the value converted to the channel's type, the same
+ * as the request's when the types agree); a failed one the request's own value.
  */
 export function recordJson(r: ChannelRecord, echo?: TypedValue): string {
   const status =
@@ -66,7 +68,8 @@ export function recordJson(r: ChannelRecord, echo?: TypedValue): string {
       : `{"channelFlag":"FAILURE","exceptionMessage":${JSON.stringify(kuraErrorText(r.error))}}`;
   let s = `{"channelStatus":${status},"name":${JSON.stringify(r.name)}`;
   if (echo) {
-    s += `,"valueType":"${echo.type}","value":${valueToJson(echo)},"timestamp":${r.timestamp}`;
+    const v = r.status === 'SUCCESS' && r.value !== undefined ? r.value : echo;
+    s += `,"valueType":"${v.type}","value":${valueToJson(v)},"timestamp":${r.timestamp}`;
     return s + '}';
   }
   if (!r.refused) s += `,"valueType":"${r.valueType}"`;

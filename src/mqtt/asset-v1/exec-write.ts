@@ -9,6 +9,7 @@ import { RequestError } from '../../core/errors.js';
 import { errorEntry, kuraErrorText, stamp, type ChannelEntry } from '../../assets/records.js';
 import type { AssetResult } from './exec-read.js';
 import { parseValueText, parseValueType } from './value-text.js';
+import { valueText } from '../../assets/values.js';
 import { checkChannels, checkElements, isObject } from './limits.js';
 
 export interface WriteItem {
@@ -60,7 +61,10 @@ async function writeOne(assets: AssetService, req: WriteRequest): Promise<AssetR
     entries = req.channels.map((item, i) => {
       const r = records[i];
       return r && r.status === 'SUCCESS'
-        ? { name: item.name, timestamp: stamp(r.timestamp), value: item.text, type: item.typeName }
+        ? // What was written: the value converted to the channel's type (the request's text when the types agree).
+          r.value === undefined || r.value.type === item.value.type
+          ? { name: item.name, timestamp: stamp(r.timestamp), value: item.text, type: item.typeName }
+          : { name: item.name, timestamp: stamp(r.timestamp), value: valueText(r.value), type: r.value.type }
         : { name: item.name, timestamp: stamp(r?.timestamp), error: kuraErrorText(r?.error) };
     });
   } catch (err) {
