@@ -5,6 +5,7 @@
 
 import t from 'tap';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { ROOT, startDaemon, type Daemon } from '../helpers/daemon.js';
@@ -28,13 +29,13 @@ interface Slow {
 }
 
 /** A login whose body (`length` bytes) goes out one byte per `everyMs`, plain or in 1-byte chunks. */
-function slowLogin(port: number, length: number, opts: { chunked?: boolean; everyMs?: number; stallAfter?: number } = {}): Slow {
-  const s = net.connect(port, '127.0.0.1');
+function slowLogin(port: number, length: number, opts: { chunked?: boolean; everyMs?: number; stallAfter?: number; from?: string; served?: boolean } = {}): Slow {
+  const s = net.connect({ port, host: '127.0.0.1', localAddress: opts.from });
   s.setNoDelay(true);
   let sent = 0;
   let got = '';
   let timer: NodeJS.Timeout | undefined;
-  s.on('connect', () => {
+  const start = () => {
     const framing = opts.chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${length}`;
     s.write(`POST ${LOGIN} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${framing}\r\n\r\n`);
     timer = setInterval(() => {
@@ -42,8 +43,13 @@ function slowLogin(port: number, length: number, opts: { chunked?: boolean; ever
       s.write(opts.chunked ? '1\r\na\r\n' : 'a');
       sent++;
     }, opts.everyMs ?? 1);
+  };
+  // `served`: one quick request answered first, so the connection has completed a request.
+  s.on('connect', () => (opts.served ? s.write('GET /services/session/v1/xsrfToken HTTP/1.1\r\nHost: x\r\n\r\n') : start()));
+  s.on('data', (c) => {
+    if (opts.served && got === '') setImmediate(start);
+    got += c.toString('latin1');
   });
-  s.on('data', (c) => (got += c.toString('latin1')));
   s.on('error', () => {});
   const status = new Promise<number>((resolve) =>
     s.on('close', () => {
@@ -92,8 +98,13 @@ t.test('slow bodies cannot hold the anonymous body slots against a prompt client
   }
   await sleep(500);
   t.equal(await login(d), 200, 'a prompt login is served while slow bodies hold the slots');
-  const cut = await Promise.race([Promise.all(slow.slice(0, 7).map((s) => s.status)), sleep(60_000).then(() => 'not cut')]);
-  t.same(cut, [408, 408, 408, 408, 408, 408, 408], 'the oldest slow bodies were cut with 408 for the newer requests');
+  // 10 slow reads and one prompt one through 4 slots: 7 of the slow ones are cut (the oldest to
+  // enter), whatever order the daemon parsed their requests in.
+  const cut: number[] = [];
+  for (const x of slow) void x.status.then((st) => cut.push(st));
+  for (let i = 0; i < 600 && cut.length < 7; i++) await sleep(100);
+  await sleep(500);
+  t.same(cut, [408, 408, 408, 408, 408, 408, 408], 'seven slow bodies were cut with 408 for the newer requests, the others still held');
   for (const s of slow) s.destroy();
   t.equal(d.proc.exitCode, null, 'daemon alive');
 });
@@ -114,5 +125,27 @@ t.test('connections are bounded; one that never sends a request makes room for a
   for (let i = 0; i < 200 && !(open <= 32 && idle.every((s) => s.readyState !== 'opening')); i++) await sleep(50);
   t.ok(open <= 32, `connections the daemon kept open: ${open} (bound 32)`);
   t.equal(await login(d), 200, 'a new client is served at the connection bound');
+  t.equal(d.proc.exitCode, null, 'daemon alive');
+});
+
+t.test('at the connection bound, a flood of busy connections from one address makes room for another address', async (t) => {
+  // Every connection the daemon keeps has completed a request and is busy with the next (a stalled
+  // login body, long deadline, many slots): the room for a new client must come from the address
+  // holding the most connections.
+  const d = await startDaemon(t, { identities, http: { 'max.connections': 16, 'max.unauthenticated.bodies': 64, 'body.timeout': 120_000 } }, { env });
+  const slow = Array.from({ length: 20 }, () => slowLogin(d.ports.http[0], 1000, { stallAfter: 5, from: '127.0.0.21', served: true }));
+  t.teardown(() => slow.forEach((s) => s.destroy()));
+  await sleep(1000);
+  const body = JSON.stringify({ username: 'legit', password: PW });
+  const status = await new Promise<number | string>((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port: d.ports.http[0], localAddress: '127.0.0.22', method: 'POST', path: LOGIN, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error('no answer')));
+    req.on('error', (e) => resolve(`error ${e.message}`));
+    req.end(body);
+  });
+  t.equal(status, 200, 'the client from another address is served');
   t.equal(d.proc.exitCode, null, 'daemon alive');
 });
