@@ -21,29 +21,45 @@ export function mountRest(server: HttpServer, family: Family, opts: RestMountOpt
   for (const route of family.routes) {
     const { method, path } = restOf(family, route);
     server.route(method, path, api, async (ctx) => {
-      const text = replyText(await route.handler(restRequest(ctx, route.method, route.path, opts)));
+      const text = replyText(await route.handler(new RestRequest(ctx, route.method, route.path, opts)));
       if (text === undefined) ctx.empty(200);
       else ctx.rawJson(200, text);
     }, family.role);
   }
 }
 
-/** The neutral request of a REST call; resources and identity are worked out only when read. */
-function restRequest(ctx: RequestContext, method: Method, routePath: string, opts: RestMountOptions): CoreRequest {
-  return {
-    transport: 'rest',
-    method,
-    get resources() {
-      // The resource path below the base: as many trailing segments as the route has.
-      const below = routePath.split('/').filter(Boolean).length;
-      const segs = ctx.path.split('/').filter(Boolean);
-      return segs.slice(segs.length - below);
-    },
-    params: ctx.params,
-    get identity() {
-      const p = ctx.principal;
-      return p ? { name: p.name, via: p.via, permissions: opts.permissionsOf(p.name) ?? [] } : undefined;
-    },
-    body: (o) => readJsonBody(ctx, { limit: opts.bodyLimit, exact: o?.exact }),
-  };
+/**
+ * The neutral request of a REST call; resources and identity are worked out only when read. A
+ * class, not an object literal with getters: a literal's getters are new closures on every request,
+ * which gives every request object a shape of its own (slow property reads in every handler, and
+ * those shapes and closures kept the garbage collector busy).
+ */
+class RestRequest implements CoreRequest {
+  readonly transport = 'rest' as const;
+  readonly params: Readonly<Record<string, string>>;
+
+  constructor(
+    private readonly ctx: RequestContext,
+    readonly method: Method,
+    private readonly routePath: string,
+    private readonly opts: RestMountOptions,
+  ) {
+    this.params = ctx.params;
+  }
+
+  get resources(): readonly string[] {
+    // The resource path below the base: as many trailing segments as the route has.
+    const below = this.routePath.split('/').filter(Boolean).length;
+    const segs = this.ctx.path.split('/').filter(Boolean);
+    return segs.slice(segs.length - below);
+  }
+
+  get identity(): CoreRequest['identity'] {
+    const p = this.ctx.principal;
+    return p ? { name: p.name, via: p.via, permissions: this.opts.permissionsOf(p.name) ?? [] } : undefined;
+  }
+
+  body(o?: { exact?: boolean }): Promise<unknown> {
+    return readJsonBody(this.ctx, { limit: this.opts.bodyLimit, exact: o?.exact });
+  }
 }
