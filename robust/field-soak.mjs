@@ -3,8 +3,8 @@
 // with --soak, 1 minute in the bounded run) while faults are injected on a schedule: one unit
 // silent, every unit silent, answers late, the TCP device killed and restarted. Every few seconds
 // each asset's `GET /services/assets/{pid}/_status` must show a poll that started recently (no
-// silent stall), and the daemon's RSS is sampled: memory must stay flat (the last fifth of the run
-// within 16 MB of the first fifth after warm-up).
+// silent stall), and memory is sampled: it must stay flat (medians of the last fifth of the run
+// against the first fifth after warm-up: RSS within 16 MB, the JS heap in use within 4 MB).
 
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -111,6 +111,7 @@ export async function runFieldSoak({ durationMs }) {
     rtu.send({ cmd: 'mode' });
   };
   const rss = [];
+  const heap = [];
   const polls = {};
   let worstAge = 0;
   let faultNo = 0;
@@ -144,7 +145,12 @@ export async function runFieldSoak({ durationMs }) {
       if (st.polls > 0 && age > POLL_MS + 8 * TIMEOUT_MS + 2000) fail('poll stalled', pid, `last poll ${age} ms ago: ${r.body.slice(0, 200)}`);
       polls[pid] = st.polls;
     }
-    if (Date.now() - t0 >= warmUp) rss.push(d.rss());
+    if (Date.now() - t0 >= warmUp) {
+      rss.push(d.rss());
+      // The JS heap too (system/v1 status), to tell a leak from the allocator keeping pages.
+      const sys = await send(d.port, { method: 'GET', path: '/services/system/v1/status', headers: auth }, ag, 10_000);
+      if (sys.status === 200) heap.push(JSON.parse(sys.body).memory.heapUsed);
+    }
     await sleep(3000);
   }
   await heal();
@@ -155,10 +161,14 @@ export async function runFieldSoak({ durationMs }) {
   const late = median(rss.slice(-fifth));
   const growth = late - early;
   if (growth > 16 * 1048576) fail('memory grew', 'RSS', `${(early / 1048576).toFixed(1)} MB → ${(late / 1048576).toFixed(1)} MB`);
+  const heapEarly = median(heap.slice(0, fifth));
+  const heapLate = median(heap.slice(-fifth));
+  if (heapLate - heapEarly > 4 * 1048576) fail('JS heap grew', 'heapUsed', `${(heapEarly / 1048576).toFixed(1)} MB → ${(heapLate / 1048576).toFixed(1)} MB`);
   const notes = [
     `${Math.round((Date.now() - t0) / 1000)} s, ${faultNo} faults injected (${faults.map((f) => f[0]).join(', ')}, in turn)`,
     `polls per asset: ${Object.entries(polls).map(([k, v]) => `${k} ${v}`).join(', ')}; longest time since a poll started: ${worstAge} ms`,
     `RSS median first fifth after warm-up ${(early / 1048576).toFixed(1)} MB, last fifth ${(late / 1048576).toFixed(1)} MB (${rss.length} samples)`,
+    `JS heap used, median first fifth ${(heapEarly / 1048576).toFixed(1)} MB, last fifth ${(heapLate / 1048576).toFixed(1)} MB`,
     `daemon ${d.alive() ? 'alive' : 'DEAD'}`,
   ];
   const rssAfter = d.rss();
