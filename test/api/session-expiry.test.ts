@@ -74,10 +74,12 @@ t.test('SIGHUP applies rest and console without dropping sessions', async (t) =>
   const basic = { authorization: `Basic ${Buffer.from('foo:bar').toString('base64')}` };
   t.equal((await d.request(ASSETS, { headers: basic })).status, 200);
   const cfg = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
-  cfg.rest = { 'auth.basic.enabled': false, 'session.inactivity.interval': 1 };
+  // 5 s: long enough that a reload on a loaded machine does not outlast it, short enough to wait out.
+  cfg.rest = { 'auth.basic.enabled': false, 'session.inactivity.interval': 5 };
   cfg.console = { 'new.password.min.length': 12, 'access.banner.enabled': true, 'access.banner.content': 'hi' };
   cfg.identities = { foo: { password: 'changed-in-file', permissions: [] } };
   fs.writeFileSync(d.configFile, JSON.stringify(cfg));
+  t.equal((await b.request(ASSETS)).status, 200, 'the session is active just before the reload');
   d.signal('SIGHUP');
   await d.waitForLog(/configuration reloaded/);
   t.equal((await b.request(ASSETS)).status, 200, 'the session survived the reload');
@@ -86,6 +88,6 @@ t.test('SIGHUP applies rest and console without dropping sessions', async (t) =>
   t.equal((await d.request(ASSETS, { headers: basic })).status, 401, 'BASIC now off');
   t.equal((await d.request('/services/identity/v1/passwordRequirements')).json().passwordMinimumLength, 12);
   t.equal((await d.request(`${S}/authenticationInfo`)).json().message, 'hi');
-  await sleep(2100);
+  await sleep(6100);
   t.equal((await b.request(ASSETS)).status, 401, 'the new interval applies to existing sessions');
 });
