@@ -173,6 +173,22 @@ if (havePeers(t, 'pymodbus')) {
     t.same(again, [{ ok: false, error: `Modbus TCP 127.0.0.1:${port}: connect failed: ECONNREFUSED` }], 'backoff: no reconnect storm, and the same text (report by exception)');
   });
 
+  t.test('unit ids 0 and 255, per channel, on one connection', async (t) => {
+    const gw = await startPyModbusTcp(t, { units: [0, 255] });
+    await gw.set(0, 'hr', 0, [100]);
+    await gw.set(255, 'hr', 0, [255]);
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': gw.port }, { id: 'gw', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
+    t.teardown(() => d.close());
+    const u = (unit: number) => channel(`u${unit}`, 'INTEGER', { 'unit.id': unit, 'memory.address': 1 });
+    const r = await d.read([u(0), u(255)]);
+    t.same(r.map((x) => (x.ok ? x.value.value : x.error)), [100, 255]);
+    const w = await d.write([{ channel: u(0), value: { type: 'INTEGER', value: 7 } }]);
+    t.ok(w[0].ok);
+    t.same(await gw.get(0, 'hr', 0, 1), [7]);
+    t.same((await gw.received()).filter((q) => q.fc !== undefined).map((q) => q.unit).slice(0, 3), [0, 255, 0], 'the device saw units 0 and 255');
+    t.same(d.stats().connects, 1);
+  });
+
   t.test('conformance (Modbus TCP)', async (t) => {
     await runDriverConformance(t, {
       factory: modbusFactory,
