@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import mqttPacket from 'mqtt-packet';
-import { freePort, startDaemon, tempDir, track } from './lib/daemon.mjs';
+import { freePort, startDaemon, tempDir, track, waitForPort } from './lib/daemon.mjs';
 import { sleep } from './lib/http.mjs';
 
 const MOSQUITTO = '/usr/sbin/mosquitto';
@@ -41,16 +41,7 @@ function broker(port, dir) {
           else if (/Sending PUBLISH to robust-sub .*acct\/gw\/assets\/tele/.test(line)) life.publishToUs++;
         }
       });
-      for (let i = 0; i < 200; i++) {
-        const ok = await new Promise((resolve) => {
-          const s = net.connect({ host: '127.0.0.1', port });
-          s.once('connect', () => (s.destroy(), resolve(true)));
-          s.once('error', () => resolve(false));
-        });
-        if (ok) return;
-        await sleep(25);
-      }
-      throw new Error('mosquitto did not start');
+      await waitForPort(port, 'mosquitto');
     },
     async kill(signal = 'SIGKILL') {
       if (!child || child.exitCode !== null || child.signalCode !== null) return;

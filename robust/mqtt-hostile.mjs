@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import mqttPacket from 'mqtt-packet';
-import { freePort, startDaemon, tempDir, track } from './lib/daemon.mjs';
+import { freePort, startDaemon, tempDir, track, waitForPort } from './lib/daemon.mjs';
 import { sleep } from './lib/http.mjs';
 
 const MOSQUITTO = '/usr/sbin/mosquitto';
@@ -64,16 +64,7 @@ function broker(port, dir) {
   const child = track(spawn(MOSQUITTO, ['-c', conf], { stdio: 'ignore' }));
   return {
     async ready() {
-      for (let i = 0; i < 200; i++) {
-        const ok = await new Promise((resolve) => {
-          const s = net.connect({ host: '127.0.0.1', port });
-          s.once('connect', () => (s.destroy(), resolve(true)));
-          s.once('error', () => resolve(false));
-        });
-        if (ok) return;
-        await sleep(25);
-      }
-      throw new Error('mosquitto did not start');
+      await waitForPort(port, 'mosquitto');
     },
     stop: () => child.kill('SIGTERM'),
   };

@@ -21,6 +21,20 @@ export function freePort() {
   });
 }
 
+/** Resolves once something accepts connections on `port` (a broker just started), else throws. */
+export async function waitForPort(port, what = 'server') {
+  for (let i = 0; i < 200; i++) {
+    const ok = await new Promise((resolve) => {
+      const s = net.connect({ host: '127.0.0.1', port });
+      s.once('connect', () => (s.destroy(), resolve(true)));
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`${what} did not start`);
+}
+
 /** A temp dir removed by `cleanup()` at the end of the run (also on Ctrl-C). */
 const dirs = new Set();
 export function tempDir(prefix) {
