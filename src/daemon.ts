@@ -92,7 +92,8 @@ export class Daemon {
     const log = this.log;
     const http = this.http;
     openDataDir(cfg.dataDir, VERSION);
-    const auth = (this.auth = await AuthLayer.open(cfg, log));
+    // On a first boot the seeded passwords are hashed on the thread pool while the rest starts.
+    const auth = (this.auth = AuthLayer.open(cfg, log));
     this.components.push(auth);
 
     // The HTTP pipeline, in Kura's order (docs/rest-api.md "Authentication"): route matching
@@ -121,7 +122,9 @@ export class Daemon {
       this.configuration = await ConfigurationService.start({ file: cfg.file, registry: this.registry, log, apply: (c) => this.apply(c) });
       this.mount(configurationFamily(this.configuration));
     }
-    // Installed packages start (and register their drivers and providers) before the listeners accept.
+    // Installed packages start (and register their drivers and providers) before the listeners accept;
+    // they may read the identity store, so its seeding is over first.
+    await auth.ready;
     const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, applications: this.applications, log });
     this.components.push(deploy);
     mountDeployApi(http, { deploy: deploy.service, log });

@@ -99,23 +99,43 @@ export class IdentityStore {
    * back the factory passwords.
    */
   static async open(dataDir: string, seeds: Record<string, IdentitySeed>, log: Logger, hasher = new PasswordHasher()): Promise<IdentityStore> {
+    const store = IdentityStore.begin(dataDir, seeds, log, hasher);
+    await store.ready;
+    return store;
+  }
+
+  /**
+   * `open` without waiting for the seeding: on a first boot the seeds' passwords are hashed (scrypt,
+   * on libuv's thread pool) while the daemon goes on starting; `ready` settles once the seeded store
+   * is on disk, and nothing may look identities up before that (the daemon awaits it before its
+   * listeners open).
+   */
+  static begin(dataDir: string, seeds: Record<string, IdentitySeed>, log: Logger, hasher = new PasswordHasher()): IdentityStore {
     const store = new IdentityStore(path.join(dataDir, IDENTITY_FILE), hasher, log);
     if (!store.loadFromDisk()) {
-      const list: StoredIdentity[] = [];
-      for (const [name, seed] of Object.entries(seeds)) {
-        let passwordHash = seed.passwordHash;
-        if (seed.password !== undefined) passwordHash = await hasher.hash(seed.password);
-        if (passwordHash !== undefined && hashKind(passwordHash) === undefined) {
-          log.warn('identity seed has an unusable passwordHash: password login disabled for it', { identity: name });
-        }
-        list.push({ name, passwordHash, permissions: [...seed.permissions], passwordChangeNeeded: seed.passwordChangeNeeded });
-      }
-      store.replaceAll(list, false);
-      writeFileAtomicSync(store.file, store.serialise());
-      store.stamp = store.fileStamp();
-      log.info('identity store seeded from the configuration', { identities: list.length, file: store.file });
+      store.ready = store.seed(seeds);
+      store.ready.catch(() => {}); // rejected readiness is reported where it is awaited
     }
     return store;
+  }
+
+  /** Settles once the store holds its identities (at once unless it is being seeded). */
+  ready: Promise<void> = Promise.resolve();
+
+  private async seed(seeds: Record<string, IdentitySeed>): Promise<void> {
+    const entries = Object.entries(seeds);
+    const hashes = await Promise.all(entries.map(([, seed]) => (seed.password !== undefined ? this.hasher.hash(seed.password) : seed.passwordHash)));
+    const list: StoredIdentity[] = entries.map(([name, seed], i) => {
+      const passwordHash = hashes[i];
+      if (passwordHash !== undefined && hashKind(passwordHash) === undefined) {
+        this.log.warn('identity seed has an unusable passwordHash: password login disabled for it', { identity: name });
+      }
+      return { name, passwordHash, permissions: [...seed.permissions], passwordChangeNeeded: seed.passwordChangeNeeded };
+    });
+    this.replaceAll(list, false);
+    writeFileAtomicSync(this.file, this.serialise());
+    this.stamp = this.fileStamp();
+    this.log.info('identity store seeded from the configuration', { identities: list.length, file: this.file });
   }
 
   /**

@@ -109,12 +109,20 @@ export class AuthLayer {
     });
   }
 
-  /** Opens the identity store (seeding it on first start). The daemon mounts the stages. */
-  static async open(config: Config, log: Logger): Promise<AuthLayer> {
-    const identities = await IdentityStore.open(config.dataDir, config.identities, log);
-    identities.warnIfNoAdminPassword();
-    return new AuthLayer(config, identities, log);
+  /**
+   * Opens the identity store (seeding it on first start, in the background: `ready`). The daemon
+   * mounts the stages and awaits `ready` before its listeners accept.
+   */
+  static open(config: Config, log: Logger): AuthLayer {
+    const identities = IdentityStore.begin(config.dataDir, config.identities, log);
+    const layer = new AuthLayer(config, identities, log);
+    layer.ready = identities.ready.then(() => identities.warnIfNoAdminPassword());
+    layer.ready.catch(() => {}); // reported where the daemon awaits it
+    return layer;
   }
+
+  /** Settles once the identity store holds its identities. */
+  ready: Promise<void> = Promise.resolve();
 
   get name(): string {
     return 'auth';
