@@ -35,3 +35,5 @@ await build({
 
 // The pymodbus helper finds its device script beside itself; bundled, that is bench/out.
 fs.copyFileSync(path.join(here, '..', 'test', 'helpers', 'pymodbus_server.py'), path.join(here, 'out', 'pymodbus_server.py'));
+// The nodered section's device (a script of its own: it ticks and only counts requests).
+fs.copyFileSync(path.join(here, 'load', 'ticking_device.py'), path.join(here, 'out', 'ticking_device.py'));

@@ -1,0 +1,272 @@
+// Issue 17 item 3: gatewayd against Node-RED with node-red-contrib-modbus on the same work. One
+// pymodbus device (bench/load/ticking_device.py: 50 INT32 channels in 100 holding registers, new
+// values every 50 ms, requests counted), polled every 100 ms, every value published to the same
+// Mosquitto, where a subscriber in this process counts the polls that arrive. Three contenders, one
+// at a time, interleaved per repetition: gatewayd through the image's launcher, Node-RED's typical
+// flow (a read node per channel) and its best-case flow (one block read, split in a function node).
+// Node-RED is installed by bench/peers.sh (make bench), never a dependency of the product.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { startMosquitto } from '../../test/helpers/mosquitto.js';
+import { freePort } from '../../test/helpers/ports.js';
+import { startGatewayd } from '../lib/gatewayd.js';
+import { BenchMqtt } from '../lib/mqtt.js';
+import { CHANNELS, noderedFlow, noderedSettings, parseTelemetry, PollCounter, REGISTERS, TOPICS, UNIT, channelName, type Flow, type Telemetry } from '../lib/nodered.js';
+import { OUT, rssKiB, sleep, threadCpuMs } from '../lib/proc.js';
+import type { Results } from '../lib/results.js';
+import { withScope, type Scope } from '../lib/scope.js';
+import type { Options } from '../lib/setup.js';
+
+const POLL_MS = 100;
+const TICK_MS = 50;
+const OUTAGE_MS = 5000;
+const PYTHON = '/usr/bin/python3';
+const ACCOUNT = 'account';
+const GW_CLIENT = 'gatewayd';
+const ASSET = 'plc';
+const GW_TOPIC = TOPICS.gatewayd(ACCOUNT, GW_CLIENT, ASSET);
+/** Where bench/peers.sh installs Node-RED (outside the product's node_modules). */
+export const PEERS = path.join(OUT, 'peers', 'node_modules');
+const RED_JS = path.join(PEERS, 'node-red', 'red.js');
+
+type Who = Telemetry['who'];
+const WHO: Who[] = ['gatewayd', 'best', 'typical'];
+const LABEL: Record<Who, string> = { gatewayd: 'gatewayd', best: "Node-RED's best flow (one block read + split)", typical: "Node-RED's typical flow (one read node per channel)" };
+
+function peerVersion(name: string): string {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(PEERS, name, 'package.json'), 'utf8')).version;
+  } catch {
+    return 'missing';
+  }
+}
+
+/** The ticking device: a Python process that can be killed and started again on the same port. */
+class Device {
+  private proc: ChildProcess | undefined;
+  private waiting: ((n: number) => void)[] = [];
+  constructor(readonly port: number, readonly epoch: number) {}
+
+  async start(): Promise<void> {
+    const proc = spawn(PYTHON, [path.join(OUT, 'ticking_device.py'), '--port', String(this.port), '--epoch', String(this.epoch), '--channels', String(CHANNELS), '--tick-ms', String(TICK_MS)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.proc = proc;
+    let stderr = '';
+    proc.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the Modbus device did not start: ${stderr}`)), 15_000);
+      proc.once('exit', (code) => reject(new Error(`the Modbus device exited with ${code}: ${stderr}`)));
+      readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
+        const ev = JSON.parse(line) as { ev: string; requests?: number };
+        if (ev.ev === 'ready') {
+          clearTimeout(timer);
+          resolve();
+        } else if (ev.ev === 'count') this.waiting.shift()?.(ev.requests!);
+      });
+    });
+  }
+
+  /** Requests the device has answered since this process started. */
+  count(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the Modbus device did not answer count')), 10_000);
+      this.waiting.push((n) => {
+        clearTimeout(timer);
+        resolve(n);
+      });
+      this.proc!.stdin!.write('{"cmd":"count"}\n');
+    });
+  }
+
+  seqAt(ms: number): number {
+    return Math.floor((ms - this.epoch) / TICK_MS);
+  }
+
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    this.proc = undefined;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    proc.removeAllListeners('exit');
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill('SIGKILL');
+    });
+  }
+}
+
+/** The subscriber: every contender's telemetry, counted per contender, with wake-ups for waiters. */
+class Subscriber {
+  counters: Record<Who, PollCounter> = { gatewayd: new PollCounter(), best: new PollCounter(), typical: new PollCounter() };
+  private watchers = new Set<(who: Who, t: Telemetry, at: number) => void>();
+
+  constructor(client: BenchMqtt) {
+    client.onMessage = (topic, payload) => {
+      const t = parseTelemetry(topic, payload, GW_TOPIC);
+      if (!t) return;
+      const at = Date.now();
+      this.counters[t.who].add(t);
+      for (const w of this.watchers) w(t.who, t, at);
+    };
+  }
+
+  /** Resolves with the arrival time of the first message of `who` that `pred` accepts. */
+  waitFor(who: Who, pred: (t: Telemetry) => boolean, timeoutMs: number): Promise<number | undefined> {
+    return new Promise((resolve) => {
+      const done = (v: number | undefined) => {
+        clearTimeout(timer);
+        this.watchers.delete(w);
+        resolve(v);
+      };
+      const w = (w: Who, t: Telemetry, at: number) => {
+        if (w === who && pred(t)) done(at);
+      };
+      const timer = setTimeout(() => done(undefined), timeoutMs);
+      this.watchers.add(w);
+    });
+  }
+}
+
+interface Contender {
+  pid: number;
+  logs: () => string;
+  stop(): Promise<void>;
+}
+
+function gatewaydConfig(modbusPort: number, mqttUrl: string, http: number): Record<string, any> {
+  const channels: Record<string, object> = {};
+  for (let c = 0; c < CHANNELS; c++) {
+    channels[channelName(c)] = { type: 'READ', 'value.type': 'INTEGER', 'unit.id': UNIT, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': 1 + 2 * c, 'data.type': 'INT32' };
+  }
+  return {
+    'log.level': 'warn',
+    http: { 'http.ports': [http], 'https.ports': [], 'https.client.auth.ports': [], 'bind.address': '127.0.0.1' },
+    drivers: { mb: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': modbusPort } },
+    assets: { [ASSET]: { 'driver.pid': 'mb', 'poll.interval': POLL_MS, channels } },
+    mqtt: { enabled: true, 'broker-url': mqttUrl, 'client-id': GW_CLIENT, 'topic.context.account-name': ACCOUNT, 'payload.encoding': 'json' },
+  };
+}
+
+async function startContender(scope: Scope, who: Who, dev: Device, mqttPort: number): Promise<Contender> {
+  if (who === 'gatewayd') {
+    const gw = await startGatewayd(scope, gatewaydConfig(dev.port, `mqtt://127.0.0.1:${mqttPort}`, await freePort()), { launcher: true });
+    return { pid: gw.pid, logs: () => gw.logs.slice(-10).join('\n'), stop: gw.stop };
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-bench-nodered-'));
+  scope.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const flowFile = path.join(dir, 'flows.json');
+  fs.writeFileSync(flowFile, JSON.stringify(noderedFlow(who as Flow, { modbusPort: dev.port, mqttPort, pollMs: POLL_MS, qos: 1, clientId: `nodered-${who}` })));
+  fs.writeFileSync(path.join(dir, 'settings.js'), noderedSettings(dir, flowFile));
+  // As `node-red` runs it: node red.js, no extra node flags.
+  const proc = spawn(process.execPath, [RED_JS, '--settings', path.join(dir, 'settings.js'), '--userDir', dir], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  for (const s of [proc.stdout!, proc.stderr!]) {
+    readline.createInterface({ input: s }).on('line', (l) => {
+      lines.push(l);
+      if (lines.length > 200) lines.shift();
+    });
+  }
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const stop = async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    proc.kill('SIGTERM');
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  scope.teardown(stop);
+  return { pid: proc.pid!, logs: () => lines.slice(-10).join('\n'), stop };
+}
+
+interface Window {
+  cpuMsPerPoll: number;
+  requestsPerPoll: number;
+  /** Polls completed ÷ polls due at one per POLL_MS. */
+  achieved: number;
+  rssMiB: number;
+}
+
+/** Starts `who`, checks that its values arrive, measures a window, then (optionally) an outage. */
+async function runOne(who: Who, dev: Device, sub: Subscriber, mqttPort: number, windowMs: number, outage: boolean): Promise<Window & { recoveryMs?: number }> {
+  return withScope(async (scope) => {
+    const c = await startContender(scope, who, dev, mqttPort);
+    const counter = (sub.counters[who] = new PollCounter());
+    // A flow that publishes nothing (or wrong values) is a defect, not a figure: wait for polls.
+    const needed = who === 'typical' ? 3 * CHANNELS : 3;
+    const deadline = Date.now() + 60_000;
+    while (counter.polls(who) < 1 || counter.values < needed) {
+      if (Date.now() > deadline) throw new Error(`${LABEL[who]}: no values at the broker within 60 s (${counter.messages} messages, ${counter.bad} bad); its log:\n${c.logs()}`);
+      await sleep(100);
+    }
+    await sleep(1500); // warm-up: connections, JIT
+    const at = () => ({ cpu: threadCpuMs(c.pid), polls: counter.polls(who), t: Date.now() });
+    const a = at();
+    const r0 = await dev.count();
+    await sleep(windowMs);
+    const b = at();
+    const r1 = await dev.count();
+    const rssMiB = rssKiB(c.pid) / 1024;
+    if (counter.bad > 0) throw new Error(`${LABEL[who]}: ${counter.bad} value(s) at the broker were not the device's`);
+    const polls = b.polls - a.polls;
+    const due = (b.t - a.t) / POLL_MS;
+    const w: Window & { recoveryMs?: number } = { cpuMsPerPoll: (b.cpu - a.cpu) / polls, requestsPerPoll: (r1 - r0) / polls, achieved: polls / due, rssMiB };
+    if (outage) {
+      await dev.stop();
+      await sleep(OUTAGE_MS);
+      const fresh = dev.seqAt(Date.now()); // any value of this tick or later was read from the new process
+      await dev.start();
+      const back = Date.now();
+      const arrived = await sub.waitFor(who, (t) => t.values.some((s) => s.seq >= fresh), 30_000);
+      w.recoveryMs = arrived === undefined ? NaN : arrived - back;
+    }
+    await c.stop();
+    return w;
+  });
+}
+
+export async function noderedSection(res: Results, opt: Options): Promise<void> {
+  if (!fs.existsSync(RED_JS) || peerVersion('node-red-contrib-modbus') === 'missing') {
+    throw new Error(`Node-RED is not installed under ${PEERS}: make bench installs it (bench/peers.sh)`);
+  }
+  const windowMs = (opt.quick ? 2 : 5) * 1000;
+  const outageReps = Math.min(opt.quick ? 1 : 2, opt.repeats);
+  await withScope(async (scope) => {
+    const broker = await startMosquitto();
+    scope.teardown(() => broker.close());
+    const dev = new Device(await freePort(), Date.now());
+    scope.teardown(() => dev.stop());
+    await dev.start();
+    const client = await BenchMqtt.connect(broker.port, 'bench-subscriber');
+    scope.teardown(() => client.close());
+    const sub = new Subscriber(client);
+    await client.subscribe(`${ACCOUNT}/${GW_CLIENT}/assets/#`);
+    await client.subscribe(`${TOPICS.best}/#`);
+
+    const runs: Record<Who, (Window & { recoveryMs?: number })[]> = { gatewayd: [], best: [], typical: [] };
+    for (let rep = 0; rep < opt.repeats; rep++) {
+      for (const who of WHO) {
+        const w = await runOne(who, dev, sub, broker.port, windowMs, rep < outageReps);
+        runs[who].push(w);
+        process.stderr.write(`  ${who}: ${w.cpuMsPerPoll.toFixed(3)} CPU ms/poll, ${w.requestsPerPoll.toFixed(2)} requests/poll, ${(w.achieved * 100).toFixed(0)} % of polls, RSS ${w.rssMiB.toFixed(1)} MiB${w.recoveryMs !== undefined ? `, recovery ${w.recoveryMs.toFixed(0)} ms` : ''}\n`);
+      }
+    }
+    const pick = (who: Who, k: keyof Window | 'recoveryMs') => runs[who].map((w) => w[k]).filter((x): x is number => x !== undefined);
+    const versions = `Node-RED ${peerVersion('node-red')}, node-red-contrib-modbus ${peerVersion('node-red-contrib-modbus')}, on the same node ${process.version}`;
+    const how = `${CHANNELS} INT32 channels / ${REGISTERS} holding registers of one pymodbus device, polled every ${POLL_MS} ms, new values every ${TICK_MS} ms, every value published (QoS 1) to the same Mosquitto; windows of ${windowMs / 1000} s`;
+    for (const base of ['best', 'typical'] as const) {
+      const goal = base === 'best';
+      res.add('Node-RED', `cpu-per-poll-vs-${base}`, 'Modbus poll → MQTT telemetry: CPU per poll (all threads)', 'ms', pick('gatewayd', 'cpuMsPerPoll'), LABEL[base], pick(base, 'cpuMsPerPoll'),
+        goal ? { op: '<=', value: 0.5, text: "≤ 0.5× Node-RED's best flow" } : undefined,
+        goal ? `${how}. CPU from the scheduler's counters of every thread over the window ÷ polls whose values reached the subscriber. gatewayd runs through its launcher (rootfs/usr/bin/gatewayd), json encoding; ${versions}` : undefined);
+      res.add('Node-RED', `requests-per-poll-vs-${base}`, 'Modbus poll → MQTT telemetry: requests on the wire per poll', 'requests', pick('gatewayd', 'requestsPerPoll'), LABEL[base], pick(base, 'requestsPerPoll'),
+        goal ? { op: '<=', value: 1, text: "≤ Node-RED's best flow" } : undefined, goal ? 'requests the device answered over the window ÷ polls that reached the subscriber' : undefined);
+      res.add('Node-RED', `polls-achieved-vs-${base}`, `Modbus poll → MQTT telemetry: polls completed ÷ polls due (one per ${POLL_MS} ms)`, '', pick('gatewayd', 'achieved'), LABEL[base], pick(base, 'achieved'), undefined,
+        base === 'typical' ? "the typical flow's read nodes each poll on their own; its polls are values at the subscriber ÷ 50" : undefined);
+      res.add('Node-RED', `rss-vs-${base}`, 'Modbus poll → MQTT telemetry: RSS while polling', 'MiB', pick('gatewayd', 'rssMiB'), LABEL[base], pick(base, 'rssMiB'));
+      res.add('Node-RED', `recovery-vs-${base}`, `Device gone for ${OUTAGE_MS / 1000} s: device back → first fresh value at the subscriber`, 'ms', pick('gatewayd', 'recoveryMs'), LABEL[base], pick(base, 'recoveryMs'), undefined,
+        base === 'best' ? `median of ${outageReps} outage(s) per contender; the device is killed and started again on the same port; each side with its default reconnect behaviour (node-red-contrib-modbus: reconnect after 2 s)` : undefined);
+    }
+  });
+}
