@@ -15,6 +15,8 @@ const entries = {
   'mqtt-load': 'load/mqtt-load.ts',
   'modbus-client': 'load/modbus-client.ts',
   'rtu-raw': 'load/rtu-raw.ts',
+  'modbus-farm': 'load/modbus-farm.ts',
+  'telemetry-sub': 'load/telemetry-sub.ts',
 };
 
 const outdir = path.join(here, 'out');

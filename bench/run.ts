@@ -1,7 +1,7 @@
 // `make bench`: measures gatewayd (dist/gatewayd.js) against baselines in the same run and writes
 // bench/results.json and bench/RESULTS.md (issue 8).
 //
-//   node bench/out/run.mjs [--only http,modbus,mqtt,footprint,nodered] [--repeats N] [--seconds S] [--quick]
+//   node bench/out/run.mjs [--only http,modbus,mqtt,footprint,nodered,scale] [--repeats N] [--seconds S] [--quick]
 //
 // --quick (1 repetition, 1 s runs) is for trying the harness; it writes to bench/out/ so that the
 // committed figures are always those of a full run.
@@ -19,8 +19,9 @@ import { modbusSection } from './sections/modbus.js';
 import { mqttSection } from './sections/mqtt.js';
 import { footprintSection } from './sections/footprint.js';
 import { noderedSection } from './sections/nodered.js';
+import { scaleSection } from './sections/scale.js';
 
-const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection, nodered: noderedSection } as const;
+const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection, nodered: noderedSection, scale: scaleSection } as const;
 type Name = keyof typeof SECTIONS;
 
 function parse(argv: string[]): { only: Name[]; opt: Options } {

@@ -1,0 +1,246 @@
+// Issue 17 item 4: scale on one device, after EMQX Neuron's published benchmark design. 10 Modbus TCP
+// devices × 1,000 INT16 holding registers, one asset of 1,000 channels per device, polled every
+// second (10,000 tags/s), telemetry published to Mosquitto in the `json` encoding. gatewayd runs as
+// the image runs it (rootfs/usr/bin/gatewayd: its node flags and environment).
+//
+// Measured over steady windows after a warm-up: gatewayd's CPU share of one core, RSS steady and
+// peak against an idle gatewayd (same launcher, same HTTP and MQTT configuration, no assets, running
+// alongside), poll-deadline misses from each asset's poll status, each tag's end-to-end latency
+// (Modbus response timestamp in the payload → arrival at a subscriber), requests on the wire. Then a
+// ramp of tags per device at the same 1 s poll until polls start missing.
+//
+// The devices (load/modbus-farm.ts) and the subscriber (load/telemetry-sub.ts) are processes of their
+// own; their CPU is not gatewayd's.
+
+import { login, request, sessionHeaders, type Target } from '../lib/client.js';
+import { startGatewayd, type Gatewayd } from '../lib/gatewayd.js';
+import { cpuSeconds, rssKiB, sleep, startJsonChild, type JsonChild } from '../lib/proc.js';
+import type { Results } from '../lib/results.js';
+import { withScope, type Scope } from '../lib/scope.js';
+import { PASSWORD, USER, type Options } from '../lib/setup.js';
+import { median } from '../lib/stats.js';
+import { pollMisses, type PollCounters } from '../lib/telemetry.js';
+import { freePort } from '../../test/helpers/ports.js';
+import { startMosquitto } from '../../test/helpers/mosquitto.js';
+import fs from 'node:fs';
+
+const DEVICES = 10;
+const TAGS = 1000;
+const INTERVAL_MS = 1000;
+const ACCOUNT = 'bench';
+const CLIENT = 'gwscale';
+/** Tags per device of the ramp's levels after the main one (× 10 devices at a 1 s poll: tags/s). */
+const RAMP = [2000, 4000, 8000, 16000];
+
+/** gatewayd's configuration: `devices` Modbus TCP driver instances, one asset of `tags` INT16 channels each. */
+export function scaleConfig(http: number, brokerPort: number, ports: number[], tags: number, clientId = CLIENT): Record<string, any> {
+  const drivers: Record<string, any> = {};
+  const assets: Record<string, any> = {};
+  ports.forEach((port, d) => {
+    const id = `dev${String(d + 1).padStart(2, '0')}`;
+    drivers[`mb-${id}`] = { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': port, 'modbus.timeout': 1000 };
+    const channels: Record<string, any> = {};
+    for (let i = 1; i <= tags; i++) {
+      channels[`c${String(i).padStart(5, '0')}`] = { type: 'READ', 'value.type': 'INTEGER', 'data.type': 'INT16', 'primary.table': 'HOLDING_REGISTERS', 'memory.address': i };
+    }
+    assets[id] = { 'driver.pid': `mb-${id}`, 'poll.interval': INTERVAL_MS, channels };
+  });
+  return {
+    'log.level': 'warn',
+    http: { 'http.ports': [http], 'https.ports': [], 'https.client.auth.ports': [], 'bind.address': '127.0.0.1' },
+    identities: { [USER]: { password: PASSWORD, permissions: ['rest.assets'], passwordChangeNeeded: false } },
+    drivers,
+    assets,
+    mqtt: {
+      enabled: true, 'broker-url': `mqtt://127.0.0.1:${brokerPort}`, 'client-id': clientId,
+      'topic.context.account-name': ACCOUNT, 'payload.encoding': 'json',
+    },
+  };
+}
+
+interface Peers {
+  brokerPort: number;
+  farm: JsonChild;
+  sub: JsonChild;
+  ports: number[];
+}
+
+async function ask(child: JsonChild, cmd: object): Promise<Record<string, any>> {
+  child.send(cmd);
+  return child.next(30_000);
+}
+
+/** Every asset's poll status, one request after the other, with a session (a password hash per BASIC request would cost CPU). */
+async function statuses(t: Target, headers: Record<string, string>, assets: string[]): Promise<PollCounters[]> {
+  const out: PollCounters[] = [];
+  for (const a of assets) {
+    const r = await request(t, `/services/assets/${a}/_status`, { headers });
+    if (r.status !== 200) throw new Error(`${a}/_status: HTTP ${r.status} ${r.body.toString().slice(0, 200)}`);
+    out.push(JSON.parse(r.body.toString()) as PollCounters);
+  }
+  return out;
+}
+
+/** VmHWM: the highest RSS the process ever had, in KiB. */
+function peakKiB(pid: number): number {
+  try {
+    return Number(/VmHWM:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+  } catch {
+    return NaN;
+  }
+}
+
+interface Window {
+  cpuShare: number;
+  rssMiB: number;
+  idleRssMiB: number;
+  misses: number;
+  p50: number;
+  p99: number;
+  reqPerS: number;
+  tagsPerS: number;
+  errors: number;
+  kbPerS: number;
+}
+
+/**
+ * One steady window of `ms`: CPU share (utime + stime ÷ wall), RSS sampled every second (median),
+ * misses, latency percentiles, requests/s at the devices and tags/s at the subscriber.
+ */
+async function measure(gw: Gatewayd, idle: Gatewayd | undefined, t: Target, peers: Peers, assets: string[], ms: number): Promise<Window> {
+  const session = await login(t, USER, PASSWORD);
+  if (!session) throw new Error('session login: 404');
+  const headers = sessionHeaders(session);
+  const s0 = await statuses(t, headers, assets);
+  const f0 = (await ask(peers.farm, { cmd: 'stats' })).requests as number[];
+  await ask(peers.sub, { cmd: 'reset' });
+  const c0 = cpuSeconds(gw.pid);
+  const w0 = process.hrtime.bigint();
+  const rss: number[] = [];
+  const idleRss: number[] = [];
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    await sleep(Math.min(1000, end - Date.now()));
+    rss.push(rssKiB(gw.pid) / 1024);
+    if (idle) idleRss.push(rssKiB(idle.pid) / 1024);
+  }
+  const c1 = cpuSeconds(gw.pid);
+  const wall = Number(process.hrtime.bigint() - w0) / 1e9;
+  const st = await ask(peers.sub, { cmd: 'stats' });
+  const f1 = (await ask(peers.farm, { cmd: 'stats' })).requests as number[];
+  const s1 = await statuses(t, headers, assets);
+  if (![c0, c1].every(Number.isFinite) || !rss.every(Number.isFinite)) throw new Error(`gatewayd is gone; its log:\n${gw.logs.slice(-5).join('\n')}`);
+  const misses = s0.reduce((sum, a, i) => sum + pollMisses(a, s1[i], wall * 1000), 0);
+  const reqs = f1.reduce((sum, x, i) => sum + x - f0[i], 0);
+  return {
+    cpuShare: (c1 - c0) / wall,
+    rssMiB: median(rss),
+    idleRssMiB: median(idleRss),
+    misses,
+    p50: st.p50,
+    p99: st.p99,
+    reqPerS: reqs / wall,
+    tagsPerS: st.tags / wall,
+    errors: st.errors,
+    kbPerS: st.bytes / 1024 / wall,
+  };
+}
+
+/** Waits until every asset has published telemetry (first polls done, MQTT connected). */
+async function firstTelemetry(gw: Gatewayd, sub: JsonChild, assets: string[], timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const s = await ask(sub, { cmd: 'stats' });
+    if (assets.every((a) => (s.perAsset[a] ?? 0) > 0)) return;
+    await sleep(500);
+  }
+  throw new Error(`no telemetry from every asset within ${timeoutMs} ms; gatewayd's log:\n${gw.logs.slice(-5).join('\n')}`);
+}
+
+async function startScaled(scope: Scope, peers: Peers, tags: number): Promise<{ gw: Gatewayd; t: Target; assets: string[] }> {
+  const http = await freePort();
+  const config = scaleConfig(http, peers.brokerPort, peers.ports, tags);
+  await ask(peers.sub, { cmd: 'reset' });
+  const gw = await startGatewayd(scope, config, { launcher: true });
+  const assets = Object.keys(config.assets);
+  await firstTelemetry(gw, peers.sub, assets, 60_000);
+  return { gw, t: { port: http }, assets };
+}
+
+export async function scaleSection(res: Results, opt: Options): Promise<void> {
+  const warmMs = opt.quick ? 3000 : 10_000;
+  const windowMs = opt.quick ? 3000 : 10_000;
+  await withScope(async (scope) => {
+    const broker = await startMosquitto();
+    scope.teardown(() => broker.close());
+    const farm = await startJsonChild(scope, 'modbus-farm', [String(DEVICES)]);
+    const sub = await startJsonChild(scope, 'telemetry-sub', [String(broker.port), `${ACCOUNT}/${CLIENT}/assets/+`]);
+    const peers: Peers = { brokerPort: broker.port, farm, sub, ports: farm.ready.ports };
+
+    // The idle reference: same launcher, HTTP and MQTT (its own client id), no assets; it runs alongside the loaded one.
+    const idle = await startGatewayd(scope, scaleConfig(await freePort(), broker.port, [], 0, `${CLIENT}-idle`), { launcher: true });
+    const { gw, t, assets } = await startScaled(scope, peers, TAGS);
+    const startMs = gw.readyMs;
+    await sleep(warmMs);
+    const w: Window[] = [];
+    for (let rep = 0; rep < opt.repeats; rep++) {
+      w.push(await measure(gw, idle, t, peers, assets, windowMs));
+      const x = w.at(-1)!;
+      process.stderr.write(`  ${DEVICES}×${TAGS}: cpu ${(x.cpuShare * 100).toFixed(1)} %, rss ${x.rssMiB.toFixed(1)} MiB (idle ${x.idleRssMiB.toFixed(1)}), misses ${x.misses}, p50 ${x.p50} ms, p99 ${x.p99} ms, ${Math.round(x.reqPerS)} req/s, ${Math.round(x.tagsPerS)} tags/s, ${x.errors} errors\n`);
+    }
+    const peak = peakKiB(gw.pid) / 1024;
+    const idlePeak = peakKiB(idle.pid) / 1024;
+    const idleCpu = cpuSeconds(idle.pid);
+    await gw.stop();
+    await idle.stop();
+
+    const col = (k: keyof Window) => w.map((x) => x[k]);
+    const load = `${DEVICES} Modbus TCP devices × ${TAGS} INT16 tags, 1 s poll (${(DEVICES * TAGS).toLocaleString('en-US')} tags/s)`;
+    const windows = `${opt.repeats} windows of ${windowMs / 1000} s after ${warmMs / 1000} s of warm-up, one gatewayd life through the launcher, json encoding`;
+    res.add('Scale', 'scale-cpu', `${load}: gatewayd CPU, share of one core`, '%', col('cpuShare').map((x) => x * 100), 'goal (share of one core)', [], { op: '<=', value: 15, text: '≤ 15 % of one core', on: 'value' }, `${windows}; utime + stime from /proc ÷ wall time`);
+    res.add('Scale', 'scale-rss', `${load}: RSS, steady`, 'MiB', col('rssMiB'), 'idle gatewayd (same launcher, HTTP and MQTT, no assets)', col('idleRssMiB'), { op: '<=', value: 1.5, text: '≤ 1.5× idle' },
+      'median of 1 s samples per window; the idle gatewayd runs at the same time');
+    res.add('Scale', 'scale-rss-peak', `${load}: RSS, peak (VmHWM, start-up included)`, 'MiB', [peak], 'idle gatewayd, peak', [idlePeak]);
+    res.add('Scale', 'scale-misses', `${load}: poll-deadline misses per window (all 10 assets)`, 'misses', col('misses'), 'goal', [], { op: '<=', value: 0, text: '0 misses', on: 'value' },
+      'periods of an asset\'s 1 s schedule without a poll started on time, from GET /services/assets/{name}/_status (polls, overruns, lastPoll) before and after each window');
+    res.add('Scale', 'scale-lat-p50', `${load}: telemetry end-to-end latency, p50`, 'ms', col('p50'), '', [], undefined,
+      'per tag: arrival of the message at a subscriber on this machine minus the timestamp of the Modbus response the tag was read from (ms in the payload, so up to 1 ms too high); includes waiting for the other requests of the same poll');
+    res.add('Scale', 'scale-lat-p99', `${load}: telemetry end-to-end latency, p99`, 'ms', col('p99'), '', []);
+    res.add('Scale', 'scale-req', `${load}: Modbus requests on the wire`, 'req/s', col('reqPerS'), '', [], undefined, `counted at the devices; 1,000 contiguous registers are ${Math.ceil(TAGS / 125)} requests of ≤ 125 per device and poll`);
+    res.add('Scale', 'scale-tags', `${load}: tags delivered to the subscriber`, 'tags/s', col('tagsPerS'), '', [], undefined, `every register changes between polls, so every tag is published each cycle; ${median(col('kbPerS')).toFixed(0)} KiB/s of payload; ${w.reduce((s, x) => s + x.errors, 0)} tags with errors; gatewayd ready after ${Math.round(startMs)} ms; idle gatewayd used ${idleCpu.toFixed(2)} CPU-s in its whole life`);
+
+    // Ramp: more tags per device at the same 1 s poll, a fresh gatewayd per level, until polls miss.
+    const rampWarm = opt.quick ? 3000 : 5000;
+    const rampWindow = opt.quick ? 3000 : 10_000;
+    let breaking: number | undefined;
+    const tried: string[] = [];
+    for (const tags of RAMP) {
+      const rate = DEVICES * tags;
+      let x: Window | undefined;
+      let why = '';
+      try {
+        x = await withScope(async (s) => {
+          const { gw: g, t: tt, assets: as } = await startScaled(s, peers, tags);
+          await sleep(rampWarm);
+          return measure(g, undefined, tt, peers, as, rampWindow);
+        });
+      } catch (err) {
+        why = (err as Error).message.split('\n')[0];
+      }
+      if (x) {
+        tried.push(`${rate.toLocaleString('en-US')} tags/s: CPU ${(x.cpuShare * 100).toFixed(0)} %, RSS ${x.rssMiB.toFixed(0)} MiB, ${x.misses} misses, p99 ${x.p99} ms`);
+        process.stderr.write(`  ramp ${rate} tags/s: cpu ${(x.cpuShare * 100).toFixed(1)} %, rss ${x.rssMiB.toFixed(1)} MiB, misses ${x.misses}, p99 ${x.p99} ms, ${Math.round(x.tagsPerS)} tags/s\n`);
+      } else {
+        tried.push(`${rate.toLocaleString('en-US')} tags/s: failed (${why})`);
+        process.stderr.write(`  ramp ${rate} tags/s: failed: ${why}\n`);
+      }
+      if (!x || x.misses > 0 || x.tagsPerS < rate * 0.9) {
+        breaking = rate;
+        break;
+      }
+    }
+    const note = `${DEVICES} devices, tags per device raised at the same 1 s poll, a fresh gatewayd per level (${rampWarm / 1000} s warm-up, one ${rampWindow / 1000} s window): ${tried.join('; ')}`;
+    if (breaking !== undefined) res.add('Scale', 'scale-breaking', 'Load at which polls start missing (ramp of tags per device, 1 s poll)', 'tags/s', [breaking], '', [], undefined, note);
+    else res.add('Scale', 'scale-breaking', 'Load at which polls start missing (ramp of tags per device, 1 s poll)', 'tags/s', [], '', [], undefined, `no miss up to ${(DEVICES * RAMP.at(-1)!).toLocaleString('en-US')} tags/s: ${note}`);
+  });
+}
