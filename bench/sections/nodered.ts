@@ -204,17 +204,23 @@ async function runOne(who: Who, dev: Device, sub: Subscriber, mqttPort: number, 
       await sleep(100);
     }
     await sleep(1500); // warm-up: connections, JIT
-    const at = () => ({ cpu: threadCpuMs(c.pid), polls: counter.polls(who), values: counter.values, t: Date.now() });
-    const a = at();
-    const r0 = await dev.count();
+    // Each end of the window is taken just after a message arrived: with one request per poll the
+    // next is ~100 ms away, so the device's count and the subscriber's polls cover the same polls
+    // (taken at a random instant, a request whose values are still on their way would count in one
+    // and not the other).
+    const at = async () => {
+      await sub.waitFor(who, () => true, 5000);
+      const x = { cpu: threadCpuMs(c.pid), polls: counter.polls(who), values: counter.values, t: Date.now() };
+      return { ...x, requests: await dev.count() };
+    };
+    const a = await at();
     await sleep(windowMs);
-    const b = at();
-    const r1 = await dev.count();
+    const b = await at();
     const rssMiB = rssKiB(c.pid) / 1024;
     if (counter.bad > 0) throw new Error(`${LABEL[who]}: ${counter.bad} value(s) at the broker were not the device's`);
     const polls = b.polls - a.polls;
     const due = (b.t - a.t) / POLL_MS;
-    const w: Window & { recoveryMs?: number } = { cpuMsPerPoll: (b.cpu - a.cpu) / polls, requestsPerPoll: (r1 - r0) / polls, achieved: polls / due, rssMiB, valuesPerPoll: (b.values - a.values) / polls };
+    const w: Window & { recoveryMs?: number } = { cpuMsPerPoll: (b.cpu - a.cpu) / polls, requestsPerPoll: (b.requests - a.requests) / polls, achieved: polls / due, rssMiB, valuesPerPoll: (b.values - a.values) / polls };
     if (outage) {
       await dev.stop();
       await sleep(OUTAGE_MS);
