@@ -34,11 +34,13 @@ import { systemFamily } from './api/system.js';
 import { assetStatusFamily } from './api/asset-status.js';
 import { mountConsole } from './console/serve.js';
 import { mountDeployApi } from './api/deploy.js';
-import { ConfigurationService } from './configuration/service.js';
+import { ConfigurationService, type Loaded } from './configuration/service.js';
 import { configurationFamily } from './configuration/handler.js';
 
 export interface DaemonOptions {
   config: Config;
+  /** The `loadEffective` result `config` comes from: the configuration service takes it over. */
+  loaded?: Loaded;
   log?: Logger;
   registry?: DriverRegistry;
 }
@@ -65,8 +67,11 @@ export class Daemon {
   private stopping: Promise<void> | undefined;
   config: Config;
 
+  private loaded: Loaded | undefined;
+
   constructor(opts: DaemonOptions) {
     this.config = opts.config;
+    this.loaded = opts.loaded?.config === opts.config ? opts.loaded : undefined;
     this.log = opts.log ?? createLogger(opts.config.logLevel);
     this.registry = opts.registry ?? new DriverRegistry(builtinDrivers());
     const h = opts.config.http;
@@ -119,7 +124,8 @@ export class Daemon {
     this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }) }));
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
     if (cfg.file) {
-      this.configuration = await ConfigurationService.start({ file: cfg.file, registry: this.registry, log, apply: (c) => this.apply(c) });
+      this.configuration = await ConfigurationService.start({ file: cfg.file, registry: this.registry, log, apply: (c) => this.apply(c), loaded: this.loaded });
+      this.loaded = undefined;
       this.mount(configurationFamily(this.configuration));
     }
     // Installed packages start (and register their drivers and providers) before the listeners accept;

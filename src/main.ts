@@ -81,7 +81,8 @@ function configCommand(file: string, rest: string[]): number {
 
 async function run(file: string, log: Logger): Promise<number> {
   const registry = new DriverRegistry(builtinDrivers());
-  const { config, problems, layerProblems } = loadEffective(file, registry);
+  const loaded = loadEffective(file, registry);
+  const { config, problems, layerProblems } = loaded;
   // A runtime layer that no longer fits the image (e.g. after an update) is not applied: the
   // device starts with the image's configuration and says why.
   for (const p of layerProblems) log.error('runtime configuration not applied', { key: p.path || '(layer)', problem: p.message });
@@ -95,7 +96,7 @@ async function run(file: string, log: Logger): Promise<number> {
     return 2;
   }
   log.setLevel(config.logLevel);
-  const daemon = new Daemon({ config, log, registry });
+  const daemon = new Daemon({ config, loaded, log, registry });
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -101,11 +101,15 @@ const drivers = (raw: Raw) => (raw.drivers === undefined ? { sim: { factory: 'si
 
 /** The components of a (raw) configuration, properties as written (no defaults). */
 export function componentsOf(raw: Raw): Component[] {
-  const out: Component[] = SINGLETONS.map((s) => ({ pid: s.pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) }));
-  for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) out.push({ pid, factoryPid: DRIVER_FACTORY + String(d.factory), props: { ...d, factory: undefined } });
-  if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) out.push({ pid, factoryPid: ASSET_FACTORY, props: flattenAsset(a) });
-  for (const c of out) delete c.props.factory;
-  return out;
+  return [...eachComponent(raw)];
+}
+
+/** componentsOf one at a time: an asset's flattened properties (several per channel) live only while used. */
+export function* eachComponent(raw: Raw): Generator<Component> {
+  const done = (c: Component): Component => (delete c.props.factory, c);
+  for (const s of SINGLETONS) yield done({ pid: s.pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) });
+  for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) yield done({ pid, factoryPid: DRIVER_FACTORY + String(d.factory), props: { ...d } });
+  if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) yield done({ pid, factoryPid: ASSET_FACTORY, props: flattenAsset(a) });
 }
 
 /** The runtime layer: property values by pid (null removes one), created and deleted components. */

@@ -7,7 +7,7 @@ import type { Problem } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import type { Logger } from '../log.js';
 import { errorsOf, readConfigFile, validateConfig, type Config, type LoadResult } from '../config/config.js';
-import { applyLayer, componentsOf, emptyLayer, locate, ocdOf, shownProps, type Component, type Layer, type Raw } from './model.js';
+import { applyLayer, ASSET_FACTORY, componentsOf, eachComponent, emptyLayer, locate, ocdOf, shownProps, type Component, type Layer, type Raw } from './model.js';
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 
@@ -38,6 +38,9 @@ export function loadEffective(file: string, registry: DriverRegistry, layer?: La
     out.layerProblems.push({ path: store.dir, message: (err as Error).message });
     return out;
   }
+  // No runtime layer (the usual case): the image is the effective configuration, validated once
+  // already; no second copy and no second validation (a large asset configuration costs both).
+  if (layerIsEmpty(layer)) return { ...out, layer, store };
   const effective = applyLayer(raw, layer);
   const res = validate(effective);
   const errors = errorsOf(res.problems);
@@ -48,6 +51,8 @@ export function loadEffective(file: string, registry: DriverRegistry, layer?: La
   return { ...res, image: raw, layer, effective, layerProblems: [], store };
 }
 
+const layerIsEmpty = (l: Layer): boolean => l.deleted.length === 0 && Object.keys(l.components).length === 0;
+
 /** A refusal answered 400 (or 500 where Kura does) with `{"message": …}`. */
 export class ConfigError extends RequestError {}
 
@@ -57,6 +62,12 @@ export interface ServiceOptions {
   log: Logger;
   /** Applies a validated configuration live (the daemon's reload path). */
   apply(config: Config): Promise<void>;
+  /**
+   * What the daemon was started with (`loadEffective` of the same file, moments before): taken over
+   * instead of reading and validating the file again, so that the service and the running
+   * components share one configuration in memory.
+   */
+  loaded?: Loaded;
 }
 
 export class ConfigurationService {
@@ -65,7 +76,7 @@ export class ConfigurationService {
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: ServiceOptions) {
-    this.state = loadEffective(opts.file, opts.registry);
+    this.state = opts.loaded?.store ? opts.loaded : loadEffective(opts.file, opts.registry);
     this.store = this.state.store ?? new ConfigStore(this.state.config.dataDir);
     this.store.open();
   }
@@ -100,10 +111,19 @@ export class ConfigurationService {
     return this.components().find((c) => c.pid === pid);
   }
 
-  /** A snapshot holds every component with every property (definition defaults included). */
+  /**
+   * A snapshot holds every component with every property (definition defaults included). Made and
+   * written one component at a time: with thousands of channels the whole snapshot at once would be
+   * several times the running configuration in memory.
+   */
   snapshot(): Promise<number> {
-    const all = this.components().map((c) => ({ ...c, props: shownProps(c, ocdOf(c, this.effective, this.registry)) }));
-    return this.store.writeSnapshot(all, this.state.config.snapshotsMax);
+    const { effective, registry } = this;
+    // An asset's shown properties need no definition (shownProps): not building one spares an
+    // attribute definition object per channel property.
+    const all = function* (): Generator<Component> {
+      for (const c of eachComponent(effective)) yield { ...c, props: shownProps(c, c.factoryPid === ASSET_FACTORY ? undefined : ocdOf(c, effective, registry)) };
+    };
+    return this.store.writeSnapshot(all(), this.state.config.snapshotsMax);
   }
 
   /**

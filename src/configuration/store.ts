@@ -58,10 +58,20 @@ export class ConfigStore {
   }
 
   /** Saves a snapshot (id: ms since the epoch, above every existing id) and drops the oldest beyond `max`. */
-  async writeSnapshot(components: Component[], max: number): Promise<number> {
+  async writeSnapshot(components: Iterable<Component>, max: number): Promise<number> {
     const ids = this.snapshotIds();
     const id = Math.max(Date.now(), (ids[ids.length - 1] ?? 0) + 1);
-    await writeFileAtomic(path.join(this.dir, `snapshot_${id}.json`), JSON.stringify({ id, components }) + '\n');
+    // The text of JSON.stringify({ id, components }), written a component at a time.
+    const parts = function* (): Generator<string> {
+      let sep = '';
+      yield `{"id":${id},"components":[`;
+      for (const c of components) {
+        yield sep + JSON.stringify(c);
+        sep = ',';
+      }
+      yield ']}\n';
+    };
+    await writeFileAtomic(path.join(this.dir, `snapshot_${id}.json`), parts());
     const all = [...ids, id];
     for (const old of all.slice(0, Math.max(0, all.length - max))) fs.rmSync(path.join(this.dir, `snapshot_${old}.json`), { force: true });
     return id;

@@ -11,12 +11,22 @@ function tempName(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${++counter}.tmp`);
 }
 
-/** Writes `data` to `file` atomically and durably (file mode 0600 by default). */
-export async function writeFileAtomic(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
+/**
+ * Writes `data` to `file` atomically and durably (file mode 0600 by default). `data` may be a
+ * sequence of strings, written one after the other as they come: a large file made piece by piece is
+ * never whole in memory.
+ */
+export async function writeFileAtomic(file: string, data: string | Buffer | Iterable<string>, mode = 0o600): Promise<void> {
   const tmp = tempName(file);
   const fh = await fsp.open(tmp, 'w', mode);
   try {
-    await fh.writeFile(data);
+    if (typeof data === 'string' || Buffer.isBuffer(data)) await fh.writeFile(data);
+    else {
+      for (const part of data) {
+        const b = Buffer.from(part);
+        for (let at = 0; at < b.length; ) at += (await fh.write(b, at)).bytesWritten;
+      }
+    }
     await fh.sync();
   } catch (err) {
     await fh.close().catch(() => {});

@@ -25,6 +25,29 @@ t.test('writeFileAtomic replaces content and leaves no temporary file', async (t
   t.equal(readJsonFile(path.join(dir, 'absent.json')), undefined);
 });
 
+t.test('writeFileAtomic writes a sequence of strings piece by piece, as they are made', async (t) => {
+  const f = path.join(dir, 'parts.json');
+  const made: number[] = [];
+  const parts = function* () {
+    for (let i = 0; i < 3; i++) {
+      made.push(i);
+      yield `${i === 0 ? '[' : ','}"ü${i}"`;
+    }
+    yield ']';
+  };
+  await writeFileAtomic(f, parts());
+  t.same(made, [0, 1, 2]);
+  t.same(readJsonFile(f), ['ü0', 'ü1', 'ü2'], 'multi-byte text intact');
+  t.same(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')), []);
+  const failing = function* () {
+    yield 'x';
+    throw new Error('made badly');
+  };
+  await t.rejects(writeFileAtomic(f, failing()), { message: 'made badly' });
+  t.same(readJsonFile(f), ['ü0', 'ü1', 'ü2'], 'a failure while making the content keeps the old file');
+  t.same(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')), [], 'and removes the temporary one');
+});
+
 t.test('a write into a missing folder fails cleanly', async (t) => {
   await t.rejects(writeFileAtomic(path.join(dir, 'no', 'such', 'file'), 'x'), { code: 'ENOENT' });
 });

@@ -1,0 +1,83 @@
+// The runtime configuration service with a large asset configuration (issue 17 item 4: 10 assets ×
+// 1,000 channels and more): the configuration is validated and held once, and snapshots are written a
+// component at a time, with the same content as before.
+import t from 'tap';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigurationService, loadEffective } from '../../src/configuration/service.js';
+import { ConfigStore } from '../../src/configuration/store.js';
+import { componentsOf, eachComponent, type Component } from '../../src/configuration/model.js';
+import { DriverRegistry } from '../../src/drivers/registry.js';
+import { builtinDrivers } from '../../src/drivers/builtin.js';
+import { createLogger } from '../../src/log.js';
+
+function setup(t: { teardown(fn: () => void): void }, channels = 50) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-confsvc-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const ch: Record<string, unknown> = {};
+  for (let i = 1; i <= channels; i++) ch[`c${i}`] = { type: 'READ', 'value.type': 'INTEGER', 'data.type': 'INT16', 'memory.address': i };
+  const config = {
+    dataDir: path.join(dir, 'data'),
+    identities: { op: { password: 'Op-pass-12345', permissions: ['rest.assets'], passwordChangeNeeded: false } },
+    drivers: { mb: { factory: 'modbus', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': 5020 } },
+    assets: { plc: { 'driver.pid': 'mb', 'poll.interval': 1000, channels: ch }, sim: { 'driver.pid': 'mb', channels: { x: { type: 'READ', 'value.type': 'INTEGER' } } } },
+  };
+  const file = path.join(dir, 'gatewayd.json');
+  fs.writeFileSync(file, JSON.stringify(config));
+  return { dir, file, registry: new DriverRegistry(builtinDrivers()) };
+}
+
+t.test('without a runtime layer the image is the effective configuration, validated once', async (t) => {
+  const { file, registry } = setup(t);
+  const l = loadEffective(file, registry);
+  t.same(l.problems.filter((p) => p.severity !== 'warning'), []);
+  t.equal(l.effective, l.image, 'no second copy of the image');
+  t.equal(l.config.assets.find((a) => a.pid === 'plc')?.channels.length, 50);
+  // With a layer, the effective configuration is the image with the layer on top, validated again.
+  const store = new ConfigStore(l.config.dataDir);
+  store.open();
+  await store.writeLayer({ formatVersion: 1, components: { plc: { factoryPid: 'org.eclipse.kura.wire.WireAsset', props: { 'poll.interval': 250 } } }, deleted: [] });
+  const l2 = loadEffective(file, registry);
+  t.same(l2.layerProblems, []);
+  t.not(l2.effective, l2.image);
+  t.equal(l2.config.assets.find((a) => a.pid === 'plc')?.pollInterval, 250);
+  t.equal((l2.image.assets as any).plc['poll.interval'], 1000, 'the image is left as it was');
+});
+
+t.test('the service takes over what the daemon was started with instead of reading the file again', async (t) => {
+  const { file, registry } = setup(t);
+  const loaded = loadEffective(file, registry);
+  fs.rmSync(file); // a second read would fail
+  const svc = new ConfigurationService({ file, registry, log: createLogger('error'), apply: async () => {}, loaded });
+  t.equal(svc.effective, loaded.effective);
+  t.same(svc.components().map((c) => c.pid).slice(-3), ['mb', 'plc', 'sim']);
+});
+
+t.test('a snapshot is written a component at a time, with the text JSON.stringify made before', async (t) => {
+  const { file, registry } = setup(t, 300);
+  const svc = await ConfigurationService.start({ file, registry, log: createLogger('error'), apply: async () => {} });
+  const [id] = svc.store.snapshotIds();
+  t.ok(id, 'the first start took a snapshot');
+  const text = fs.readFileSync(path.join(svc.store.dir, `snapshot_${id}.json`), 'utf8');
+  const snap = JSON.parse(text) as { id: number; components: Component[] };
+  t.equal(text, JSON.stringify(snap) + '\n', 'compact JSON, one line');
+  t.equal(snap.id, id);
+  const plc = snap.components.find((c) => c.pid === 'plc')!;
+  t.equal(plc.props['c300#+name'], 'c300', 'channel names shown');
+  t.equal(plc.props['c300#memory.address'], 300);
+  const mb = snap.components.find((c) => c.pid === 'mb')!;
+  t.equal(mb.props['modbus.timeout'], 1000, 'driver definition defaults shown');
+  t.same(svc.store.readSnapshot(id), snap.components);
+  // The store writes whatever sequence it is given, lazily.
+  let made = 0;
+  const lazy = function* () {
+    for (const c of eachComponent(svc.effective)) {
+      made++;
+      yield c;
+    }
+  };
+  const id2 = await svc.store.writeSnapshot(lazy(), 10);
+  t.equal(made, componentsOf(svc.effective).length);
+  t.same(svc.store.readSnapshot(id2), componentsOf(svc.effective));
+});
