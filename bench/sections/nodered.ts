@@ -6,7 +6,7 @@
 // flow (a read node per channel) and its best-case flow (one block read, split in a function node).
 // Node-RED is installed by bench/peers.sh (make bench), never a dependency of the product.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,15 +17,14 @@ import { startGatewayd } from '../lib/gatewayd.js';
 import { BenchMqtt } from '../lib/mqtt.js';
 import { CHANNELS, noderedFlow, noderedSettings, parseTelemetry, PollCounter, REGISTERS, TOPICS, UNIT, channelName, type Flow, type Telemetry } from '../lib/nodered.js';
 import { OUT, rssKiB, sleep, threadCpuMs } from '../lib/proc.js';
+import { TICK_MS, TickingDevice as Device } from '../lib/ticking-device.js';
 import type { Results } from '../lib/results.js';
 import { withScope, type Scope } from '../lib/scope.js';
 import type { Options } from '../lib/setup.js';
 import { median } from '../lib/stats.js';
 
 const POLL_MS = 100;
-const TICK_MS = 50;
 const OUTAGE_MS = 5000;
-const PYTHON = '/usr/bin/python3';
 const ACCOUNT = 'account';
 const GW_CLIENT = 'gatewayd';
 const ASSET = 'plc';
@@ -43,58 +42,6 @@ function peerVersion(name: string): string {
     return JSON.parse(fs.readFileSync(path.join(PEERS, name, 'package.json'), 'utf8')).version;
   } catch {
     return 'missing';
-  }
-}
-
-/** The ticking device: a Python process that can be killed and started again on the same port. */
-class Device {
-  private proc: ChildProcess | undefined;
-  private waiting: ((n: number) => void)[] = [];
-  constructor(readonly port: number, readonly epoch: number) {}
-
-  async start(): Promise<void> {
-    const proc = spawn(PYTHON, [path.join(OUT, 'ticking_device.py'), '--port', String(this.port), '--epoch', String(this.epoch), '--channels', String(CHANNELS), '--tick-ms', String(TICK_MS)], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.proc = proc;
-    let stderr = '';
-    proc.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-2000)));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the Modbus device did not start: ${stderr}`)), 15_000);
-      proc.once('exit', (code) => reject(new Error(`the Modbus device exited with ${code}: ${stderr}`)));
-      readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
-        const ev = JSON.parse(line) as { ev: string; requests?: number };
-        if (ev.ev === 'ready') {
-          clearTimeout(timer);
-          resolve();
-        } else if (ev.ev === 'count') this.waiting.shift()?.(ev.requests!);
-      });
-    });
-  }
-
-  /** Requests the device has answered since this process started. */
-  count(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the Modbus device did not answer count')), 10_000);
-      this.waiting.push((n) => {
-        clearTimeout(timer);
-        resolve(n);
-      });
-      this.proc!.stdin!.write('{"cmd":"count"}\n');
-    });
-  }
-
-  seqAt(ms: number): number {
-    return Math.floor((ms - this.epoch) / TICK_MS);
-  }
-
-  async stop(): Promise<void> {
-    const proc = this.proc;
-    this.proc = undefined;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    proc.removeAllListeners('exit');
-    await new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
-      proc.kill('SIGKILL');
-    });
   }
 }
 
