@@ -16,6 +16,11 @@ import { lazyBuiltin } from '../core/builtin.js';
 import mqttPacket from 'mqtt-packet';
 import type { Logger } from '../log.js';
 
+// mqtt-packet otherwise fills a cache of all 65,536 two-byte numbers (a Buffer each, about 6 MB of
+// heap under the launcher's 48 MB bound) at the first packet; generating the two bytes when needed
+// costs next to nothing at telemetry rates.
+mqttPacket.writeToStream.cacheNumbers = false;
+
 // Loaded for an mqtts:// broker only (docs/installation.md "Start-up time").
 const tlsModule = lazyBuiltin<typeof tls>('node:tls');
 

@@ -8,6 +8,7 @@ import { MqttClient, type MqttClientOptions } from '../../src/mqtt/client.js';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { startMosquitto, mosquittoSkip, type Broker } from '../helpers/mosquitto.js';
 import { startFakeBroker, connack } from '../helpers/fake-broker.js';
+import mqttPacket from 'mqtt-packet';
 
 const until = async (cond: () => boolean, ms = 8000, what = 'condition'): Promise<void> => {
   const deadline = Date.now() + ms;
@@ -279,4 +280,10 @@ t.test('reconnect delays grow exponentially, with jitter, up to the maximum', as
   t.ok(gaps[0]! >= 40 && gaps[3]! >= 320, `gaps ${gaps.join(',')} ms`);
   t.ok(gaps[3]! > gaps[0]!, 'backoff grows');
   t.ok(gaps[5]! < 320 * 1.5 + 250, 'capped at the maximum (plus jitter)');
+});
+
+t.test('packets are encoded without mqtt-packet\'s cache of every two-byte number (about 6 MB of heap)', async (t) => {
+  t.equal(mqttPacket.writeToStream.cacheNumbers, false);
+  const buf = mqttPacket.generate({ cmd: 'puback', messageId: 0xfffe }, { protocolVersion: 4 });
+  t.same([...buf], [0x40, 2, 0xff, 0xfe], 'message ids are still encoded big-endian');
 });
