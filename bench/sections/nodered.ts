@@ -125,6 +125,10 @@ async function startContender(scope: Scope, who: Who, dev: Device, mqttPort: num
     clearTimeout(timer);
   };
   scope.teardown(stop);
+  // Should the bench process end without its teardown, Node-RED must not outlive it.
+  const onExit = () => proc.kill('SIGKILL');
+  process.once('exit', onExit);
+  scope.teardown(() => process.removeListener('exit', onExit));
   return { pid: proc.pid!, logs: () => lines.slice(-10).join('\n'), stop };
 }
 
