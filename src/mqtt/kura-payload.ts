@@ -79,49 +79,112 @@ const WIRE_64 = 1;
 const WIRE_LEN = 2;
 const WIRE_32 = 5;
 
-class Writer {
-  private parts: Buffer[] = [];
-  private len = 0;
+/**
+ * Protobuf writer into one growing buffer: numbers below 2^53 are written without BigInt, and a
+ * nested message or string gets a one-byte length slot that is widened in place in the rare case it
+ * is 128 bytes or more (so nothing is encoded twice and no buffer is made per field).
+ */
+export class Writer {
+  private buf: Buffer;
+  private pos = 0;
 
+  constructor(capacity = 256) {
+    this.buf = Buffer.allocUnsafe(capacity);
+  }
+
+  private room(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  /** Bytes as they are (e.g. a field prefix computed once). */
   push(b: Buffer): void {
-    this.parts.push(b);
-    this.len += b.length;
+    this.room(b.length);
+    b.copy(this.buf, this.pos);
+    this.pos += b.length;
+  }
+
+  /** An unsigned varint of a non-negative integer below 2^53. */
+  uvarint(v: number): void {
+    this.room(8);
+    while (v >= 0x80) {
+      this.buf[this.pos++] = (v % 0x80) | 0x80;
+      v = Math.floor(v / 0x80);
+    }
+    this.buf[this.pos++] = v;
   }
 
   varint(v: bigint): void {
     // Negative numbers are sign-extended to 64 bits (10 bytes), as protobuf does for int32/int64.
+    if (v >= 0n && v <= 0x1fffffffffffffn) return this.uvarint(Number(v));
     let x = BigInt.asUintN(64, v);
-    const bytes: number[] = [];
+    this.room(10);
     while (x >= 0x80n) {
-      bytes.push(Number(x & 0x7fn) | 0x80);
+      this.buf[this.pos++] = Number(x & 0x7fn) | 0x80;
       x >>= 7n;
     }
-    bytes.push(Number(x));
-    this.push(Buffer.from(bytes));
+    this.buf[this.pos++] = Number(x);
+  }
+
+  /** An int32 field value: negative ones take 10 bytes (sign-extended), as protobuf writes them. */
+  int32(v: number): void {
+    v |= 0;
+    if (v >= 0) this.uvarint(v);
+    else this.varint(BigInt(v));
   }
 
   tag(field: number, wire: number): void {
-    this.varint(BigInt(field * 8 + wire));
+    this.uvarint(field * 8 + wire);
+  }
+
+  /** Starts a length-delimited field; `end(at)` fills in its length. */
+  begin(field: number): number {
+    this.tag(field, WIRE_LEN);
+    this.room(1);
+    return this.pos++;
+  }
+
+  end(at: number): void {
+    const len = this.pos - at - 1;
+    if (len < 0x80) {
+      this.buf[at] = len;
+      return;
+    }
+    let n = 1;
+    for (let x = len; x >= 0x80; x = Math.floor(x / 0x80)) n++;
+    this.room(n - 1);
+    this.buf.copy(this.buf, at + n, at + 1, this.pos);
+    const end = this.pos + n - 1;
+    this.pos = at;
+    this.uvarint(len);
+    this.pos = end;
+  }
+
+  stringField(field: number, s: string): void {
+    const at = this.begin(field);
+    this.room(s.length * 3);
+    this.pos += this.buf.write(s, this.pos, 'utf8');
+    this.end(at);
   }
 
   bytesField(field: number, b: Buffer): void {
     this.tag(field, WIRE_LEN);
-    this.varint(BigInt(b.length));
+    this.uvarint(b.length);
     this.push(b);
   }
 
   doubleField(field: number, v: number): void {
     this.tag(field, WIRE_64);
-    const b = Buffer.alloc(8);
-    b.writeDoubleLE(v);
-    this.push(b);
+    this.room(8);
+    this.pos = this.buf.writeDoubleLE(v, this.pos);
   }
 
   floatField(field: number, v: number): void {
     this.tag(field, WIRE_32);
-    const b = Buffer.alloc(4);
-    b.writeFloatLE(v);
-    this.push(b);
+    this.room(4);
+    this.pos = this.buf.writeFloatLE(v, this.pos);
   }
 
   varintField(field: number, v: bigint): void {
@@ -129,8 +192,9 @@ class Writer {
     this.varint(v);
   }
 
+  /** The bytes written (a view of the writer's buffer: the writer is not used afterwards). */
   finish(): Buffer {
-    return Buffer.concat(this.parts, this.len);
+    return this.buf.subarray(0, this.pos);
   }
 }
 
@@ -212,10 +276,11 @@ function utf8(b: Buffer): string {
 
 // ---- KuraMetric -----------------------------------------------------------------------------
 
-export function encodeMetric(m: KuraMetric): Buffer {
-  const w = new Writer();
-  w.bytesField(1, Buffer.from(m.name, 'utf8'));
-  w.varintField(2, BigInt(METRIC_TYPES.indexOf(m.type)));
+/** One metric's fields (the inside of a KuraMetric message). */
+export function writeMetricFields(w: Writer, m: KuraMetric): void {
+  w.stringField(1, m.name);
+  w.tag(2, WIRE_VARINT);
+  w.uvarint(METRIC_TYPES.indexOf(m.type));
   switch (m.type) {
     case 'DOUBLE':
       w.doubleField(3, m.value);
@@ -227,18 +292,25 @@ export function encodeMetric(m: KuraMetric): Buffer {
       w.varintField(5, m.value);
       break;
     case 'INT32':
-      w.varintField(6, BigInt(m.value | 0));
+      w.tag(6, WIRE_VARINT);
+      w.int32(m.value);
       break;
     case 'BOOL':
-      w.varintField(7, m.value ? 1n : 0n);
+      w.tag(7, WIRE_VARINT);
+      w.uvarint(m.value ? 1 : 0);
       break;
     case 'STRING':
-      w.bytesField(8, Buffer.from(m.value, 'utf8'));
+      w.stringField(8, m.value);
       break;
     case 'BYTES':
       w.bytesField(9, m.value);
       break;
   }
+}
+
+export function encodeMetric(m: KuraMetric): Buffer {
+  const w = new Writer(64);
+  writeMetricFields(w, m);
   return w.finish();
 }
 
@@ -356,10 +428,14 @@ function readPosition(buf: Buffer): KuraPosition {
 
 /** Encodes a payload as plain protobuf (no compression). */
 export function encodeKuraPayload(p: KuraPayload): Buffer {
-  const w = new Writer();
+  const w = new Writer(64 + 32 * p.metrics.length);
   if (p.timestamp !== undefined) w.varintField(1, p.timestamp);
   if (p.position) w.bytesField(2, encodePosition(p.position));
-  for (const m of p.metrics) w.bytesField(5000, encodeMetric(m));
+  for (const m of p.metrics) {
+    const at = w.begin(5000);
+    writeMetricFields(w, m);
+    w.end(at);
+  }
   if (p.body !== undefined) w.bytesField(5001, p.body);
   return w.finish();
 }
@@ -454,7 +530,11 @@ export function decodeKuraPayload(buf: Buffer): DecodeResult<KuraPayload> {
  * CloudPayloadProtoBufEncoderImpl with `encode.gzip=true`).
  */
 export function encodeKuraPayloadForWire(p: KuraPayload, gzip: boolean): Buffer {
-  const raw = encodeKuraPayload(p);
+  return gzipIfShorter(encodeKuraPayload(p), gzip);
+}
+
+/** `raw`, or its gzip form when `gzip` and that is shorter. */
+export function gzipIfShorter(raw: Buffer, gzip: boolean): Buffer {
   if (!gzip) return raw;
   const zipped = zlib().gzipSync(raw);
   return zipped.length < raw.length ? zipped : raw;

@@ -25,7 +25,7 @@ import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './k
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
 import type { Outbox, OutboxMessage } from './outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
-import { encodeTelemetry, type Telemetry } from './telemetry.js';
+import { MetricNames, encodeTelemetry, type Telemetry } from './telemetry.js';
 
 export interface MqttServiceOptions {
   config: MqttConfig;
@@ -69,6 +69,8 @@ export class MqttService {
   private unlistenOutbox?: () => void;
   private activeRequests = 0;
   private readonly startedAt = Date.now();
+  /** Telemetry metric names, encoded once per channel. */
+  private readonly metricNames = new MetricNames();
 
   constructor(private readonly opts: MqttServiceOptions) {
     this.config = opts.config;
@@ -299,7 +301,7 @@ export class MqttService {
     const c = this.config;
     const topic = `${c['topic.context.account-name']}/${c['client-id']}/assets/${pid}`;
     outbox
-      .enqueue(topic, encodeTelemetry(pid, records, c['payload.encoding'], this.gzip), 1)
+      .enqueue(topic, encodeTelemetry(pid, records, c['payload.encoding'], this.gzip, this.metricNames), 1)
       .catch((err) => this.log.warn('telemetry not stored', { asset: pid, error: (err as Error).message }));
   }
 

@@ -7,19 +7,18 @@
 // The deadband is measured against the last *published* value, so a slow drift is still reported
 // once it adds up to the deadband.
 
-import type { AssetService, ChannelRecord, TypedValue } from '../assets/types.js';
+import type { AssetConfig, AssetService, ChannelRecord, TypedValue } from '../assets/types.js';
 import type { Logger } from '../log.js';
-import { kuraErrorText, readEntry } from '../assets/records.js';
+import { kuraErrorText } from '../assets/records.js';
 import type { PayloadEncoding } from './config.js';
-import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { Writer, gzipIfShorter, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
-import { numericOf } from '../assets/values.js';
+import { numericOf, valueText } from '../assets/values.js';
 
 interface Published {
   ok: boolean;
-  /** Value identity for equality (exact, bigint-safe). */
-  key: string;
-  num?: number;
+  /** The value last published (ok). */
+  value?: TypedValue;
   error?: string;
 }
 
@@ -29,20 +28,17 @@ interface AssetState {
   channels: Map<string, Published>;
 }
 
-function identity(v: TypedValue): string {
-  switch (v.type) {
-    case 'BYTE_ARRAY':
-      return `b:${v.value.toString('base64')}`;
-    case 'LONG':
-      return `l:${v.value.toString()}`;
-    default:
-      return `${v.type}:${String(v.value)}`;
-  }
+/** Equal values of one type (numbers as their text would be: NaN equals NaN, 0 equals -0; bigints and bytes exactly). */
+function sameValue(a: TypedValue, b: TypedValue): boolean {
+  if (a.type !== b.type) return false;
+  if (a.type === 'BYTE_ARRAY') return a.value.equals(b.value as Buffer);
+  return a.value === b.value || (typeof a.value === 'number' && Number.isNaN(a.value) && Number.isNaN(b.value));
 }
 
 function snapshot(r: ChannelRecord): Published {
-  if (r.status === 'SUCCESS' && r.value !== undefined) return { ok: true, key: identity(r.value), num: numericOf(r.value) };
-  return { ok: false, key: '', error: r.error ?? '' };
+  if (r.status !== 'SUCCESS' || r.value === undefined) return { ok: false, error: r.error ?? '' };
+  // Values are not changed after a read; bytes are copied all the same, as they are compared later.
+  return { ok: true, value: r.value.type === 'BYTE_ARRAY' ? { type: 'BYTE_ARRAY', value: Buffer.from(r.value.value) } : r.value };
 }
 
 /** Kura metric for a typed value. */
@@ -66,21 +62,147 @@ export function valueMetric(name: string, v: TypedValue): KuraMetric {
 }
 
 /**
+ * The name fields (`name`, field 1) of a channel's metrics, encoded once per channel name and reused
+ * by every poll: `<channel>`, `<channel>_timestamp` and `<channel>_error`.
+ */
+export class MetricNames {
+  private readonly cache = new Map<string, ChannelNames>();
+
+  of(channel: string): ChannelNames {
+    let n = this.cache.get(channel);
+    if (!n) {
+      // Bounded: channel names come from the configuration, but a reload may replace them all.
+      if (this.cache.size >= 10_000) this.cache.clear();
+      n = {
+        value: nameField(channel),
+        timestamp: nameField(`${channel}_timestamp`),
+        error: nameField(`${channel}_error`),
+        json: `{"name":${JSON.stringify(channel)},"timestamp":`,
+      };
+      this.cache.set(channel, n);
+    }
+    return n;
+  }
+}
+
+interface ChannelNames {
+  /** kura-protobuf: the name field of `<channel>`, `<channel>_timestamp`, `<channel>_error`. */
+  value: Buffer;
+  timestamp: Buffer;
+  error: Buffer;
+  /** json: the start of the channel's entry, up to its timestamp. */
+  json: string;
+}
+
+function nameField(name: string): Buffer {
+  const w = new Writer(name.length * 3 + 8);
+  w.stringField(1, name);
+  return Buffer.from(w.finish());
+}
+
+// KuraMetric.ValueType numbers (kura-payload.ts METRIC_TYPES) and the value field of each.
+const T_DOUBLE = 0;
+const T_FLOAT = 1;
+const T_INT64 = 2;
+const T_INT32 = 3;
+const T_BOOL = 4;
+const T_STRING = 5;
+const T_BYTES = 6;
+
+/** A typed value's `type` and value fields, as valueMetric() and encodeMetric() would write them. */
+function writeValue(w: Writer, v: TypedValue): void {
+  switch (v.type) {
+    case 'BOOLEAN':
+      w.tag(2, 0), w.uvarint(T_BOOL), w.tag(7, 0), w.uvarint(v.value ? 1 : 0);
+      return;
+    case 'INTEGER':
+      w.tag(2, 0), w.uvarint(T_INT32), w.tag(6, 0), w.int32(v.value);
+      return;
+    case 'LONG':
+      w.tag(2, 0), w.uvarint(T_INT64), w.varintField(5, v.value);
+      return;
+    case 'FLOAT':
+      w.tag(2, 0), w.uvarint(T_FLOAT), w.floatField(4, v.value);
+      return;
+    case 'DOUBLE':
+      w.tag(2, 0), w.uvarint(T_DOUBLE), w.doubleField(3, v.value);
+      return;
+    case 'STRING':
+      w.tag(2, 0), w.uvarint(T_STRING), w.stringField(8, v.value);
+      return;
+    case 'BYTE_ARRAY':
+      w.tag(2, 0), w.uvarint(T_BYTES), w.bytesField(9, v.value);
+      return;
+  }
+}
+
+/**
+ * `{"name":<asset>,"channels":[…]}` with the entries of records.ts readEntry(), key for key, written
+ * as text (the channel's own part computed once in `names`).
+ */
+function jsonTelemetry(pid: string, records: ChannelRecord[], names: MetricNames, now: number): string {
+  let s = `{"name":${JSON.stringify(pid)},"channels":[`;
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    if (i > 0) s += ',';
+    s += names.of(r.name).json + (r.timestamp > 0 ? r.timestamp : now);
+    const v = r.value;
+    if (r.status === 'SUCCESS' && v !== undefined) {
+      // Number and boolean texts need no escaping; strings and base64 go through JSON.stringify.
+      const text = valueText(v);
+      s += v.type === 'STRING' || v.type === 'BYTE_ARRAY' ? `,"value":${JSON.stringify(text)},"type":"${v.type}"` : `,"value":"${text}","type":"${v.type}"`;
+      if (r.unit !== undefined && r.unit.trim() !== '') s += `,"unit":${JSON.stringify(r.unit)}`;
+      s += '}';
+    } else s += `,"error":${JSON.stringify(kuraErrorText(r.error))}}`;
+  }
+  return s + ']}';
+}
+
+/**
  * The telemetry payload of one asset:
  * - `json`: the element shape of an EXEC/read reply, `{"name":<asset>,"channels":[…]}`;
  * - `kura-protobuf` / `simple-json`: a KuraPayload with metric `assetName`, one typed metric per
  *   channel, `<channel>_timestamp` (INT64 ms) and `<channel>_error` on failure (the metric names of
  *   Kura's WireAsset envelope).
+ * kura-protobuf is written straight into one buffer (the same bytes encodeKuraPayload writes for
+ * that payload), with the metric names encoded once per channel in `names`.
  */
-export function encodeTelemetry(pid: string, records: ChannelRecord[], encoding: PayloadEncoding, gzip: boolean): Buffer {
-  if (encoding === 'json') return Buffer.from(JSON.stringify({ name: pid, channels: records.map(readEntry) }), 'utf8');
-  const p: KuraPayload = { timestamp: BigInt(Date.now()), metrics: [{ name: 'assetName', type: 'STRING', value: pid }] };
+export function encodeTelemetry(pid: string, records: ChannelRecord[], encoding: PayloadEncoding, gzip: boolean, names = new MetricNames()): Buffer {
+  const now = Date.now();
+  if (encoding === 'json') return Buffer.from(jsonTelemetry(pid, records, names, now), 'utf8');
+  if (encoding === 'kura-protobuf') {
+    const w = new Writer(64 + 48 * records.length);
+    w.tag(1, 0);
+    w.uvarint(now);
+    let at = w.begin(5000);
+    w.stringField(1, 'assetName');
+    w.tag(2, 0), w.uvarint(T_STRING), w.stringField(8, pid);
+    w.end(at);
+    for (const r of records) {
+      const n = names.of(r.name);
+      at = w.begin(5000);
+      if (r.status === 'SUCCESS' && r.value !== undefined) {
+        w.push(n.value);
+        writeValue(w, r.value);
+      } else {
+        w.push(n.error);
+        w.tag(2, 0), w.uvarint(T_STRING), w.stringField(8, kuraErrorText(r.error));
+      }
+      w.end(at);
+      at = w.begin(5000);
+      w.push(n.timestamp);
+      w.tag(2, 0), w.uvarint(T_INT64), w.tag(5, 0), w.uvarint(r.timestamp > 0 ? r.timestamp : now);
+      w.end(at);
+    }
+    return gzipIfShorter(w.finish(), gzip);
+  }
+  const p: KuraPayload = { timestamp: BigInt(now), metrics: [{ name: 'assetName', type: 'STRING', value: pid }] };
   for (const r of records) {
     if (r.status === 'SUCCESS' && r.value !== undefined) p.metrics.push(valueMetric(r.name, r.value));
     else p.metrics.push({ name: `${r.name}_error`, type: 'STRING', value: kuraErrorText(r.error) });
-    p.metrics.push({ name: `${r.name}_timestamp`, type: 'INT64', value: BigInt(r.timestamp > 0 ? r.timestamp : Date.now()) });
+    p.metrics.push({ name: `${r.name}_timestamp`, type: 'INT64', value: BigInt(r.timestamp > 0 ? r.timestamp : now) });
   }
-  return encoding === 'simple-json' ? encodeSimpleJsonPayload(p) : encodeKuraPayloadForWire(p, gzip);
+  return encodeSimpleJsonPayload(p);
 }
 
 export interface TelemetryOptions {
@@ -93,6 +215,8 @@ export interface TelemetryOptions {
 
 export class Telemetry {
   private state = new Map<string, AssetState>();
+  /** Each asset configuration's deadbands by channel name (a reload brings a new configuration object). */
+  private deadbands = new WeakMap<AssetConfig, Map<string, number>>();
   private unsubscribe?: () => void;
 
   constructor(private readonly opts: TelemetryOptions) {}
@@ -118,14 +242,14 @@ export class Telemetry {
     }
     const heartbeat =
       st.lastPublishAt === undefined || (asset.publishMaxInterval > 0 && now - st.lastPublishAt >= asset.publishMaxInterval);
-    const deadbands = new Map(asset.channels.map((c) => [c.name, c.deadband]));
+    let deadbands = this.deadbands.get(asset);
+    if (!deadbands) this.deadbands.set(asset, (deadbands = new Map(asset.channels.map((c) => [c.name, c.deadband]))));
     const out: ChannelRecord[] = [];
     for (const r of records) {
-      const next = snapshot(r);
       const prev = st.channels.get(r.name);
-      if (heartbeat || !prev || this.changed(prev, next, deadbands.get(r.name) ?? 0)) {
+      if (heartbeat || !prev || this.changed(prev, r, deadbands.get(r.name) ?? 0)) {
         out.push(r);
-        st.channels.set(r.name, next);
+        st.channels.set(r.name, snapshot(r));
       }
     }
     if (out.length === 0) return;
@@ -137,11 +261,14 @@ export class Telemetry {
     }
   }
 
-  private changed(prev: Published, next: Published, deadband: number): boolean {
-    if (prev.ok !== next.ok) return true;
-    if (!next.ok) return prev.error !== next.error;
-    if (prev.key === next.key) return false;
-    if (deadband > 0 && prev.num !== undefined && next.num !== undefined) return Math.abs(next.num - prev.num) >= deadband;
+  private changed(prev: Published, r: ChannelRecord, deadband: number): boolean {
+    const v = r.status === 'SUCCESS' ? r.value : undefined;
+    if (prev.ok !== (v !== undefined)) return true;
+    if (!v) return prev.error !== (r.error ?? '');
+    if (sameValue(prev.value!, v)) return false;
+    const a = numericOf(prev.value!);
+    const b = numericOf(v);
+    if (deadband > 0 && a !== undefined && b !== undefined) return Math.abs(b - a) >= deadband;
     return true;
   }
 }

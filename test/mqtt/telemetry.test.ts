@@ -5,9 +5,10 @@
 import t from 'tap';
 import fs from 'node:fs';
 import type { AssetConfig, AssetService, ChannelRecord, TypedValue } from '../../src/assets/types.js';
-import { Telemetry, encodeTelemetry } from '../../src/mqtt/telemetry.js';
-import { decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
+import { MetricNames, Telemetry, encodeTelemetry, valueMetric } from '../../src/mqtt/telemetry.js';
+import { decodeKuraPayload, encodeKuraPayload, type KuraMetric } from '../../src/mqtt/kura-payload.js';
 import { silentLogger } from '../../src/log.js';
+import { readEntry } from '../../src/assets/records.js';
 import { MqttClient } from '../../src/mqtt/client.js';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
 import { channel, makeRuntime, makeService, mqttConfig, outboxOf, until } from '../helpers/mqtt-fixture.js';
@@ -88,6 +89,64 @@ t.test('payload shapes', async (t) => {
   const sj = JSON.parse(encodeTelemetry('p', records, 'simple-json', true).toString());
   t.equal(sj.metrics.temp, 1e7);
   t.equal(sj.metrics.assetName, 'p');
+});
+
+t.test('kura-protobuf telemetry: the bytes encodeKuraPayload writes for the documented metrics', async (t) => {
+  const long = 'x'.repeat(200); // a name field and a metric of 128 bytes or more take a longer length
+  const records: ChannelRecord[] = [
+    rec('b', { type: 'BOOLEAN', value: true }),
+    rec('i', { type: 'INTEGER', value: -5 }),
+    rec('i2', { type: 'INTEGER', value: 2147483647 }),
+    rec('l', { type: 'LONG', value: -(2n ** 63n) }),
+    rec('f', { type: 'FLOAT', value: Math.fround(1.5) }),
+    rec('d', dbl(-0.25)),
+    rec('s', { type: 'STRING', value: 'héllo' + long }),
+    rec('y', { type: 'BYTE_ARRAY', value: Buffer.from([0, 1, 255]) }),
+    rec(long, undefined, 'Driver not attached'),
+    { ...rec('no-stamp', dbl(1)), timestamp: 0 },
+  ];
+  const names = new MetricNames();
+  for (let round = 0; round < 2; round++) {
+    const wire = encodeTelemetry('pümp', records, 'kura-protobuf', false, names);
+    const d = decodeKuraPayload(wire);
+    t.ok(d.ok);
+    if (!d.ok) return;
+    const sentOn = d.value.timestamp!;
+    const metrics: KuraMetric[] = [{ name: 'assetName', type: 'STRING', value: 'pümp' }];
+    for (const r of records) {
+      metrics.push(r.value ? valueMetric(r.name, r.value) : { name: `${r.name}_error`, type: 'STRING', value: 'Configuration Error: Driver not attached' });
+      metrics.push({ name: `${r.name}_timestamp`, type: 'INT64', value: r.timestamp > 0 ? BigInt(r.timestamp) : sentOn });
+    }
+    t.equal(wire.toString('hex'), encodeKuraPayload({ timestamp: sentOn, metrics }).toString('hex'), `round ${round}: same bytes`);
+  }
+});
+
+t.test('json telemetry: the EXEC/read entries of records.ts, key for key', async (t) => {
+  const records: ChannelRecord[] = [
+    rec('b', { type: 'BOOLEAN', value: false }),
+    { ...rec('i', { type: 'INTEGER', value: -5 }), unit: 'rpm' },
+    { ...rec('blank-unit', { type: 'INTEGER', value: 1 }), unit: '  ' },
+    rec('l', { type: 'LONG', value: -(2n ** 63n) }),
+    rec('f', { type: 'FLOAT', value: Math.fround(0.1) }),
+    rec('d', dbl(1e-9)),
+    rec('nan', dbl(NaN)),
+    rec('s', { type: 'STRING', value: 'quote " back \\ \u0001 é' }),
+    rec('y', { type: 'BYTE_ARRAY', value: Buffer.from([0, 1, 255]) }),
+    rec('na"me', undefined, 'Driver not attached'),
+    rec('e', undefined, 'device said "no"'),
+    { ...rec('no-stamp', dbl(1)), timestamp: 0 },
+  ];
+  const names = new MetricNames();
+  for (let round = 0; round < 2; round++) {
+    const before = Date.now();
+    const text = encodeTelemetry('p\u00fc"', records, 'json', false, names).toString('utf8');
+    const after = Date.now();
+    const got = JSON.parse(text);
+    const stamp = got.channels[records.length - 1].timestamp;
+    t.ok(stamp >= before && stamp <= after, 'a missing timestamp is now');
+    const want = { name: 'p\u00fc"', channels: records.map((r) => readEntry(r.timestamp > 0 ? r : { ...r, timestamp: stamp })) };
+    t.equal(text, JSON.stringify(want), `round ${round}: same text`);
+  }
 });
 
 t.test('delivery through the outbox', mosquittoSkip(), async (t) => {
