@@ -131,6 +131,8 @@ export class AssetRuntime implements AssetService {
   private pollTimers = new Map<string, NodeJS.Timeout>();
   private pollListeners = new Set<(pid: string, records: ChannelRecord[]) => void>();
   private pollStates = new Map<string, PollState>();
+  /** What a poll cycle reads, per asset configuration: read(pid)'s channels, worked out once. */
+  private pollPlans = new WeakMap<AssetConfig, { channels: ChannelConfig[]; key: string }>();
   // Single flight: identical reads of the same asset configuration in flight share one driver call
   // (and so one bus transaction). Keyed by the config object, so a reload never joins a stale read.
   private inflight = new WeakMap<AssetConfig, Map<string, Promise<ChannelResult[]>>>();
@@ -219,10 +221,9 @@ export class AssetRuntime implements AssetService {
     return records;
   }
 
-  private sharedRead(asset: AssetConfig, channels: ChannelConfig[]): Promise<ChannelResult[]> {
+  private sharedRead(asset: AssetConfig, channels: ChannelConfig[], key = channels.map((c) => c.name).join('\u0000')): Promise<ChannelResult[]> {
     let byKey = this.inflight.get(asset);
     if (!byKey) this.inflight.set(asset, (byKey = new Map()));
-    const key = channels.map((c) => c.name).join('\u0000');
     const pending = byKey.get(key);
     if (pending) return pending;
     const p = this.callDriver(asset, (d) => d.read(channels), channels.length);
@@ -350,7 +351,7 @@ export class AssetRuntime implements AssetService {
       st.lastPoll = Date.now();
       st.polls++;
       try {
-        const records = await this.read(asset.pid);
+        const records = await this.pollRead(asset);
         if (this.assets.get(asset.pid) !== asset) return;
         // A poll fails when any of its channels fails.
         if (records.every((r) => r.status === 'SUCCESS')) {
@@ -378,6 +379,26 @@ export class AssetRuntime implements AssetService {
     }, Math.max(0, at - Date.now()));
     t.unref?.();
     this.pollTimers.set(asset.pid, t);
+  }
+
+  /**
+   * read(pid) of every channel, as a poll cycle does it ten times a second: every enabled READ or
+   * READ_WRITE channel (none is refused), the list and its single-flight key made once per
+   * configuration, and the same list handed to the driver each cycle (drivers may cache their plan
+   * for it).
+   */
+  private async pollRead(asset: AssetConfig): Promise<ChannelRecord[]> {
+    let plan = this.pollPlans.get(asset);
+    if (!plan) {
+      const channels = asset.channels.filter((c) => c.enabled && c.mode !== 'WRITE');
+      this.pollPlans.set(asset, (plan = { channels, key: channels.map((c) => c.name).join('\u0000') }));
+    }
+    const { channels } = plan;
+    if (channels.length === 0) return [];
+    const results = await this.sharedRead(asset, channels, plan.key);
+    const records: ChannelRecord[] = new Array(channels.length);
+    for (let i = 0; i < channels.length; i++) records[i] = readRecord(channels[i]!, results[i]!);
+    return records;
   }
 
   async close(): Promise<void> {

@@ -38,6 +38,9 @@ const rows: Row[] = [
   ['INT16', 'BIG_ENDIAN', '0001', { type: 'BOOLEAN', value: true }],
   ['UINT16', 'BIG_ENDIAN', '0000', { type: 'BOOLEAN', value: false }],
   ['INT16', 'BIG_ENDIAN', '0010', { type: 'LONG', value: 16n }],
+  ['INT16', 'BIG_ENDIAN', 'FFF0', { type: 'LONG', value: -16n }],
+  ['UINT32', 'LITTLE_ENDIAN_BYTE_SWAP', 'FFFE FFFF', { type: 'LONG', value: 4294967294n }],
+  ['INT32', 'LITTLE_ENDIAN', 'FEFF FFFF', { type: 'LONG', value: -2n }],
   ['STRING', 'BIG_ENDIAN', '6869 2100', { type: 'STRING', value: 'hi!' }, 2],
   ['STRING', 'BIG_ENDIAN', '0102 0300', { type: 'BYTE_ARRAY', value: hex('01020300') }, 2],
 ];
@@ -46,6 +49,9 @@ for (const [dataType, order, wire, value, arrayLength = 1] of rows) {
   t.test(`${dataType} ${order} ${wire} as ${value.type}`, async (t) => {
     const layout = { dataType, order, valueType: value.type as ValueType };
     t.same(decodeRegisters(hex(wire), layout), value, 'decode');
+    // Inside a block read: the channel's bytes between other registers.
+    const block = Buffer.concat([hex('ABCD EF01'), hex(wire), hex('2345')]);
+    t.same(decodeRegisters(block, layout, 4, hex(wire).length), value, 'decode at an offset in a block');
     t.same(encodeRegisters(value, layout, arrayLength), hex(wire), 'encode');
   });
 }

@@ -62,12 +62,37 @@ export interface ValueLayout {
 
 const INT64_MAX = (1n << 63n) - 1n;
 
-/** Decodes a channel's registers (as received, two bytes each) to its value type. */
-export function decodeRegisters(wire: Buffer, layout: ValueLayout): TypedValue | { error: string } {
+/** Byte positions of a 32-bit value in wire order, per `data.order` (see reorder()). */
+const ORDER32: Record<DataOrder, readonly [number, number, number, number]> = {
+  BIG_ENDIAN: [0, 1, 2, 3],
+  LITTLE_ENDIAN: [3, 2, 1, 0],
+  BIG_ENDIAN_BYTE_SWAP: [1, 0, 3, 2],
+  LITTLE_ENDIAN_BYTE_SWAP: [2, 3, 0, 1],
+};
+
+/**
+ * Decodes a channel's registers (as received, two bytes each) to its value type: the `bytes` bytes
+ * of `data` from `at` (by default all of it). 16- and 32-bit integers are read in place, the rest
+ * from a reordered copy.
+ */
+export function decodeRegisters(data: Buffer, layout: ValueLayout, at = 0, bytes = data.length - at): TypedValue | { error: string } {
   const { dataType, valueType } = layout;
   if (!ALLOWED_DATA_TYPES[valueType].includes(dataType)) {
     return { error: `data.type ${dataType} cannot be read as ${valueType}` };
   }
+  if (valueType === 'INTEGER' || (valueType === 'LONG' && dataType !== 'INT64' && dataType !== 'UINT64') || valueType === 'BOOLEAN') {
+    let n: number;
+    if (dataType === 'INT16') n = data.readInt16BE(at);
+    else if (dataType === 'UINT16') n = data.readUInt16BE(at);
+    else {
+      const o = ORDER32[layout.order];
+      const u = ((data[at + o[0]]! << 24) | (data[at + o[1]]! << 16) | (data[at + o[2]]! << 8) | data[at + o[3]]!) >>> 0;
+      n = dataType === 'INT32' ? u | 0 : u;
+    }
+    if (valueType === 'BOOLEAN') return { type: 'BOOLEAN', value: n !== 0 };
+    return valueType === 'INTEGER' ? { type: 'INTEGER', value: n } : { type: 'LONG', value: BigInt(n) };
+  }
+  const wire = at === 0 && bytes === data.length ? data : data.subarray(at, at + bytes);
   if (dataType === 'STRING') {
     if (valueType === 'BYTE_ARRAY') return { type: 'BYTE_ARRAY', value: Buffer.from(wire) };
     // A device pads a string with NULs; the text ends at the first one.
@@ -87,10 +112,6 @@ export function decodeRegisters(wire: Buffer, layout: ValueLayout): TypedValue |
     case 'FLOAT64': n = b.readDoubleBE(0); break;
   }
   switch (valueType) {
-    case 'BOOLEAN':
-      return { type: 'BOOLEAN', value: n !== 0 };
-    case 'INTEGER':
-      return { type: 'INTEGER', value: Number(n) };
     case 'LONG': {
       const big = BigInt(n);
       if (big > INT64_MAX) return { error: `UINT64 value ${big} does not fit a LONG (beyond 2^63-1)` };

@@ -47,6 +47,7 @@ export class ModbusDriverImpl implements ModbusDriver {
   private readonly opts: RequestOptions;
   private readonly units = new Set<number>();
   private closed = false;
+  private lastPlan?: { channels: ChannelConfig[]; blocks: ReadBlock[]; invalid: [number, ChannelResult][] };
 
   constructor(
     private readonly config: ModbusInstanceConfig,
@@ -71,21 +72,30 @@ export class ModbusDriverImpl implements ModbusDriver {
   }
 
   async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
-    const results: ChannelResult[] = new Array(channels.length);
     if (this.closed) return closedResults(channels.length);
-    const items: ReadItem[] = [];
-    channels.forEach((ch, index) => {
-      const s = this.spec(ch);
-      if ('spec' in s) items.push({ index, spec: s.spec });
-      else results[index] = { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` };
-    });
-    await Promise.all(planReads(items, this.config.maxGap).map((b) => this.readBlock(b, results)));
+    // A poll hands over the same list every cycle: its plan is made once (the last list's is kept).
+    let plan = this.lastPlan;
+    if (plan?.channels !== channels) {
+      const invalid: [number, ChannelResult][] = [];
+      const items: ReadItem[] = [];
+      channels.forEach((ch, index) => {
+        const s = this.spec(ch);
+        if ('spec' in s) items.push({ index, spec: s.spec });
+        else invalid.push([index, { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` }]);
+      });
+      this.lastPlan = plan = { channels, blocks: planReads(items, this.config.maxGap), invalid };
+    }
+    const results: ChannelResult[] = new Array(channels.length);
+    for (const [index, r] of plan.invalid) results[index] = r;
+    const { blocks } = plan;
+    if (blocks.length === 1) await this.readBlock(blocks[0]!, results);
+    else await Promise.all(blocks.map((b) => this.readBlock(b, results)));
     return results;
   }
 
   private async readBlock(block: ReadBlock, results: ChannelResult[]): Promise<void> {
     const req: ModbusRequest = { fc: block.fc, address: block.address, quantity: block.quantity };
-    const what = range(block.table, block.address, block.quantity);
+    const what = () => range(block.table, block.address, block.quantity);
     let res: ModbusResponse;
     try {
       res = await this.client.request(block.unitId, req, this.opts);
@@ -102,7 +112,7 @@ export class ModbusDriverImpl implements ModbusDriver {
         await Promise.all(block.items.map((item) => this.readBlock(singleBlock(block, item), results)));
         return;
       }
-      const error = exceptionMessage(res.exception, `reading ${what}`, block.unitId);
+      const error = exceptionMessage(res.exception, `reading ${what()}`, block.unitId);
       for (const item of block.items) results[item.index] = { ok: false, error };
       return;
     }
@@ -111,7 +121,7 @@ export class ModbusDriverImpl implements ModbusDriver {
     const bits = 'bits' in res ? res.bits : undefined;
     const data = 'data' in res ? res.data : undefined;
     if ((bits && bits.length < block.quantity) || (data && data.length !== block.quantity * 2) || (!bits && !data)) {
-      const error = `${this.client.label}: unit ${block.unitId} sent a response of the wrong size for ${what}`;
+      const error = `${this.client.label}: unit ${block.unitId} sent a response of the wrong size for ${what()}`;
       for (const item of block.items) results[item.index] = { ok: false, error };
       return;
     }
@@ -121,7 +131,7 @@ export class ModbusDriverImpl implements ModbusDriver {
         results[index] = { ok: true, value: { type: 'BOOLEAN', value: bits[offset] }, timestamp };
         continue;
       }
-      const v = decodeRegisters(data!.subarray(offset * 2, (offset + spec.count) * 2), spec);
+      const v = decodeRegisters(data!, spec, offset * 2, spec.count * 2);
       results[index] = 'error' in v ? { ok: false, error: `${range(spec.table, spec.address, spec.count)}: ${v.error}` } : { ok: true, value: v, timestamp };
     }
   }
