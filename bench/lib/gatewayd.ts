@@ -31,6 +31,8 @@ export interface StartOptions {
   launcher?: boolean;
   /** Reuse this directory (and its dataDir): a restart instead of a first boot. */
   dir?: string;
+  /** More environment, e.g. `GATEWAYD_NODE_FLAGS` (flags the launcher appends to its own). */
+  env?: Record<string, string>;
 }
 
 export async function startGatewayd(scope: Scope, config: Record<string, any>, opts: StartOptions = {}): Promise<Gatewayd> {
@@ -52,7 +54,7 @@ export async function startGatewayd(scope: Scope, config: Record<string, any>, o
   const cfg = structuredClone(config);
   cfg.dataDir ??= path.join(dir, 'data');
   const configFile = writeConfigFile(dir, cfg);
-  const env = opts.launcher ? { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` } : {};
+  const env = { ...(opts.launcher ? { PATH: `${path.dirname(process.execPath)}:${process.env.PATH ?? ''}` } : {}), ...opts.env };
   let readyAt: bigint | undefined;
   let readyCpuMs = NaN;
   let pid = 0;
