@@ -129,6 +129,19 @@ t.test('MBAP decoder reassembles frames split and joined across chunks', async (
     const frames = [...d.push(all.subarray(0, cut)), ...d.push(all.subarray(cut))];
     t.same(frames.map((f) => ('frame' in f ? f.frame.transactionId : f.error)), [7, 8], `cut at ${cut}`);
   }
+  // The transport reads into one reused buffer: what the decoder keeps must not change with it.
+  for (let cut = 1; cut < all.length; cut++) {
+    const d = new MbapDecoder();
+    const rb = Buffer.alloc(64);
+    const feed = (part: Buffer) => {
+      part.copy(rb);
+      const out = d.push(rb.subarray(0, part.length));
+      rb.fill(0xee);
+      return out;
+    };
+    const frames = [...feed(all.subarray(0, cut)), ...feed(all.subarray(cut))];
+    t.same(frames.map((f) => ('frame' in f ? f.frame : f.error)), [{ transactionId: 7, protocolId: 0, unitId: 1, pdu: hex('03 04 00010002') }, { transactionId: 8, protocolId: 0, unitId: 1, pdu: hex('83 02') }], `reused buffer, cut at ${cut}`);
+  }
 });
 
 t.test('inter-frame gap is 3.5 characters, 1.75 ms above 19200 baud', async (t) => {

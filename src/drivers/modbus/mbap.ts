@@ -25,7 +25,11 @@ export function encodeMbap(frame: MbapFrame): Buffer {
 
 export type MbapResult = { frame: MbapFrame } | { error: string };
 
-/** Accumulates stream chunks and yields whole frames (or one error, after which it is reset). */
+/**
+ * Accumulates stream chunks and yields whole frames (or one error, after which it is reset). Keeps no
+ * reference to a chunk's memory after push() returns (frames and a partial frame are copies), so the
+ * caller may reuse its read buffer.
+ */
 export class MbapDecoder {
   private buf: Buffer = Buffer.alloc(0);
 
@@ -52,6 +56,7 @@ export class MbapDecoder {
       });
       this.buf = this.buf.subarray(total);
     }
+    if (this.buf.length > 0 && this.buf.buffer === chunk.buffer) this.buf = Buffer.from(this.buf);
     return out;
   }
 

@@ -71,7 +71,14 @@ export class TcpTransport implements Transport {
     // report-by-exception telemetry treat it as unchanged.
     if (Date.now() < this.retryAt) return Promise.reject(new Error(`${this.label}: ${this.lastError}`));
     this.connecting = new Promise<net.Socket>((resolve, reject) => {
-      const socket = net.connect({ host: this.host, port: this.port });
+      // One read buffer per connection, reused for every read (no 64 KB allocation and no stream
+      // machinery per response); the decoders copy what they keep.
+      const rb = Buffer.allocUnsafe(4096);
+      const socket: net.Socket = net.connect({
+        host: this.host,
+        port: this.port,
+        onread: { buffer: rb, callback: (n: number) => (this.socket === socket && this.onData(rb.subarray(0, n)), true) },
+      });
       const timer = setTimeout(() => fail(new Error(`connect timed out after ${timeoutMs} ms`)), timeoutMs);
       const fail = (err: Error) => {
         clearTimeout(timer);
@@ -103,7 +110,6 @@ export class TcpTransport implements Transport {
         this.socket = socket;
         this.connecting = undefined;
         // Events of a socket already replaced must not touch its successor.
-        socket.on('data', (chunk) => this.socket === socket && this.onData(chunk));
         socket.on('error', (err) => this.socket === socket && this.onClose(err));
         socket.on('close', () => this.socket === socket && this.onClose());
         resolve(socket);
@@ -116,7 +122,8 @@ export class TcpTransport implements Transport {
     this.stats.bytesReceived += chunk.length;
     if (this.framing === 'rtu') {
       const p = this.pending;
-      const pdu = p ? this.rtu.push(chunk, p.unitId, p.fc) : undefined;
+      // The RTU receiver keeps unparsed bytes: it gets its own copy of the reused read buffer.
+      const pdu = p ? this.rtu.push(Buffer.from(chunk), p.unitId, p.fc) : undefined;
       if (!p) this.stats.discardedFrames++;
       if (!p || !pdu) return;
       this.pending = undefined;
