@@ -87,6 +87,11 @@ export class PacketGate {
     private readonly fatal: (why: string) => void,
   ) {}
 
+  /** Between packets: the next byte starts a fixed header. */
+  get atBoundary(): boolean {
+    return this.state === 'head' && this.head.length === 0;
+  }
+
   push(chunk: Buffer): void {
     let i = 0;
     while (i < chunk.length) {
@@ -315,7 +320,13 @@ export class MqttClient extends EventEmitter {
       if (this.socket !== socket) return;
       this.lastReceived = Date.now();
       try {
-        gate.push(chunk);
+        // PUBACKs, what telemetry brings back, are taken without the general parser [MQTT-3.4].
+        let i = 0;
+        while (gate.atBoundary && chunk.length - i >= 4 && chunk[i] === 0x40 && chunk[i + 1] === 0x02) {
+          this.onPuback(chunk.readUInt16BE(i + 2));
+          i += 4;
+        }
+        if (i < chunk.length) gate.push(i > 0 ? chunk.subarray(i) : chunk);
       } catch (err) {
         malformed((err as Error).message);
       }
@@ -411,14 +422,9 @@ export class MqttClient extends EventEmitter {
         return this.onConnack(p);
       case 'publish':
         return this.onPublish(p);
-      case 'puback': {
-        const f = p.messageId !== undefined ? this.inflight.get(p.messageId) : undefined;
-        if (f) {
-          this.inflight.delete(p.messageId!);
-          f.resolve();
-        }
+      case 'puback':
+        if (p.messageId !== undefined) this.onPuback(p.messageId);
         return;
-      }
       case 'pubrel':
         // QoS 2 is never requested, but a broker may still send it; finish the flow [MQTT-4.3.3].
         this.write({ cmd: 'pubcomp', messageId: p.messageId });
@@ -446,6 +452,14 @@ export class MqttClient extends EventEmitter {
         // A broker must not send CONNECT, SUBSCRIBE, … to a client [MQTT-3.1.0-2 and per packet].
         this.log.warn('mqtt unexpected packet from broker, closing connection', { cmd: p.cmd });
         this.socket?.destroy();
+    }
+  }
+
+  private onPuback(messageId: number): void {
+    const f = this.inflight.get(messageId);
+    if (f) {
+      this.inflight.delete(messageId);
+      f.resolve();
     }
   }
 

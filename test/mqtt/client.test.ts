@@ -184,6 +184,34 @@ t.test('a broker that accepts TCP but never answers CONNECT: the attempt times o
   await dev.end();
 });
 
+t.test('PUBACKs coalesced with other packets or split across reads all settle their publications', async (t) => {
+  const gen = (p: mqttPacket.Packet) => mqttPacket.generate(p);
+  const ids: number[] = [];
+  const fake = await startFakeBroker((conn, p) => {
+    if (p.cmd === 'connect') conn.send(connack());
+    if (p.cmd !== 'publish' || p.qos !== 1) return;
+    ids.push(p.messageId!);
+    if (ids.length < 4) return;
+    // Four PUBACKs: two and a PUBLISH in one write, the third cut in two writes, the fourth alone.
+    const acks = ids.map((id) => gen({ cmd: 'puback', messageId: id }));
+    const publish = gen({ cmd: 'publish', topic: 'to/device', payload: Buffer.from('x'), qos: 0, dup: false, retain: false });
+    conn.socket.write(Buffer.concat([acks[0]!, publish, acks[1]!, acks[2]!.subarray(0, 3)]));
+    setTimeout(() => conn.socket.write(acks[2]!.subarray(3)), 50);
+    setTimeout(() => conn.socket.write(acks[3]!), 100);
+  });
+  t.teardown(() => fake.close());
+  const dev = client({ url: fake.url });
+  const got: string[] = [];
+  dev.on('message', (topic: string) => got.push(topic));
+  dev.start();
+  await until(() => dev.isConnected);
+  const settled = await Promise.all([0, 1, 2, 3].map((i) => dev.publish(`t/${i}`, Buffer.from([i]), { qos: 1 }).then(() => i)));
+  t.same(settled, [0, 1, 2, 3], 'every publication acknowledged');
+  t.equal(dev.inflightCount, 0);
+  t.same(got, ['to/device'], 'the PUBLISH between the PUBACKs delivered');
+  await dev.end();
+});
+
 t.test('a broker that goes silent is detected within 1.5 x keep-alive', async (t) => {
   const fake = await startFakeBroker((conn, p) => {
     if (p.cmd === 'connect') conn.send(connack());
