@@ -364,7 +364,7 @@ export class MqttClient extends EventEmitter {
   private onClose(socket: net.Socket): void {
     if (this.socket !== socket) return;
     clearTimeout(this.connectTimer);
-    clearInterval(this.keepAliveTimer);
+    clearTimeout(this.keepAliveTimer);
     this.socket = undefined;
     this.parser = undefined;
     const wasConnected = this.connected;
@@ -538,14 +538,18 @@ export class MqttClient extends EventEmitter {
   /**
    * Sends PINGREQ once nothing was sent or received for a keep-alive period, and declares the broker
    * dead when nothing at all arrived for 1.5 × keep-alive (the same bound the broker applies to us,
-   * [MQTT-3.1.2-24]).
+   * [MQTT-3.1.2-24]). One timer, set for the moment the next of these can fall due (not a periodic
+   * tick): a connection with traffic, or an idle one, wakes the process about once a keep-alive.
    */
   private startKeepAlive(): void {
-    clearInterval(this.keepAliveTimer);
+    clearTimeout(this.keepAliveTimer);
     const ka = this.opts.keepAlive * 1000;
     if (ka <= 0) return;
-    const tick = Math.max(50, Math.min(1000, Math.floor(ka / 10)));
-    this.keepAliveTimer = setInterval(() => {
+    const arm = (ms: number) => {
+      this.keepAliveTimer = setTimeout(check, Math.max(50, ms));
+      this.keepAliveTimer.unref?.();
+    };
+    const check = () => {
       const now = Date.now();
       if (now - this.lastReceived > ka * 1.5) {
         this.log.warn('mqtt broker not responding, closing connection', { keepAliveS: this.opts.keepAlive });
@@ -556,8 +560,11 @@ export class MqttClient extends EventEmitter {
         this.pingOutstanding = true;
         this.write({ cmd: 'pingreq' });
       }
-    }, tick);
-    this.keepAliveTimer.unref?.();
+      // Next: the broker's deadline while a PINGREQ is unanswered, else when one falls due.
+      const due = this.pingOutstanding ? this.lastReceived + ka * 1.5 + 1 : Math.min(this.lastSent, this.lastReceived) + ka;
+      arm(due - now);
+    };
+    arm(ka);
   }
 
   // ---- operations ---------------------------------------------------------------------------

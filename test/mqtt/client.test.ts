@@ -231,6 +231,21 @@ t.test('a broker that goes silent is detected within 1.5 x keep-alive', async (t
   await dev.end();
 });
 
+t.test('a broker that answers PINGREQ keeps an idle connection open, pinged about once a keep-alive', async (t) => {
+  const fake = await startFakeBroker((conn, p) => {
+    if (p.cmd === 'connect') conn.send(connack());
+    if (p.cmd === 'pingreq') conn.send({ cmd: 'pingresp' });
+  });
+  t.teardown(() => fake.close());
+  const dev = client({ url: fake.url, keepAlive: 1 });
+  dev.start();
+  await until(() => fake.connections.length === 1 && dev.isConnected);
+  await until(() => fake.connections[0]!.packets.filter((p) => p.cmd === 'pingreq').length >= 3, 15_000, 'three PINGREQs');
+  t.ok(dev.isConnected, 'still connected');
+  t.equal(fake.connections.length, 1, 'never reconnected');
+  await dev.end();
+});
+
 t.test('a malformed packet from the broker closes the connection and the client reconnects', async (t) => {
   const fake = await startFakeBroker((conn, p) => {
     if (p.cmd === 'connect') {
