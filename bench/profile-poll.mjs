@@ -174,7 +174,7 @@ async function runDaemon(dir, cfg, { valgrind, cpuProf, bundle }, counter) {
   const { flags } = deviceSettings();
   const nodeArgs = [...flags, ...(opt('node-flags', '') ? opt('node-flags', '').split(' ') : []), ...(cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`] : []), bundle];
   const out = path.join(run, 'callgrind.out');
-  const command = valgrind ? ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}`, process.execPath, ...nodeArgs] : [process.execPath, ...nodeArgs];
+  const command = valgrind ? ['valgrind', '--tool=callgrind', '--separate-threads=yes', `--callgrind-out-file=${out}`, process.execPath, ...nodeArgs] : [process.execPath, ...nodeArgs];
   const extraEnv = Object.fromEntries(opt('env', '').split(',').filter(Boolean).map((kv) => kv.split('=')));
   const gw = spawnGatewayd({ configFile, cwd: run, env: { ...deviceSettings().env, ...extraEnv }, command, keep: 200 });
   cleanups.push(() => kill(gw.proc));
@@ -195,18 +195,21 @@ async function runDaemon(dir, cfg, { valgrind, cpuProf, bundle }, counter) {
   const t1 = process.hrtime.bigint();
   const m1 = counter.messages;
   let instructions = NaN;
+  let mainInstructions = NaN;
   if (valgrind) {
     dump();
-    const files = fs.readdirSync(run).filter((f) => f.startsWith('callgrind.out') && f !== 'callgrind.out');
-    for (const f of files) {
+    // One file per thread (callgrind.out.1-01 is the main thread: the event loop, all JavaScript).
+    for (const f of fs.readdirSync(run).filter((f) => /^callgrind\.out\.1-\d+$/.test(f))) {
       const m = /^(?:summary|totals): (\d+)/m.exec(fs.readFileSync(path.join(run, f), 'utf8'));
-      if (m) instructions = (Number.isNaN(instructions) ? 0 : instructions) + Number(m[1]);
+      if (!m) continue;
+      instructions = (Number.isNaN(instructions) ? 0 : instructions) + Number(m[1]);
+      if (f.endsWith('-01')) mainInstructions = Number(m[1]);
     }
   }
   await kill(gw.proc);
   const errors = gw.lines.filter((l) => /level=(warn|error)/.test(l));
   if (errors.some((l) => !/console files not found/.test(l))) process.stderr.write(`  gatewayd warned: ${errors.slice(0, 3).join(' | ')}\n`);
-  return { userMs: u1.user - u0.user, sysMs: u1.sys - u0.sys, cpuMs: (c1 - c0) / 1e6, seconds: Number(t1 - t0) / 1e9, messages: m1 - m0, instructions };
+  return { userMs: u1.user - u0.user, sysMs: u1.sys - u0.sys, cpuMs: (c1 - c0) / 1e6, seconds: Number(t1 - t0) / 1e9, messages: m1 - m0, instructions, mainInstructions };
 }
 
 async function main() {
@@ -237,13 +240,13 @@ async function main() {
         const mode = { valgrind: CALLGRIND, cpuProf: CPU_PROF && rep === 0 ? CPU_PROF : '', bundle };
         const m0 = counter.messages;
         const b0 = counter.bytes;
-        const p = await runDaemon(dir, config(http, brokerPort, encoding, true), mode, counter);
+        const p = await runDaemon(dir, config(http, brokerPort, encoding, !args.includes('--idle-only')), mode, counter);
         const bytes = (counter.bytes - b0) / Math.max(1, counter.messages - m0);
-        const i = IDLE ? await runDaemon(dir, config(http, brokerPort, encoding, false), { valgrind: CALLGRIND, bundle }, counter) : { cpuMs: 0, userMs: 0, sysMs: 0, seconds: 1, messages: 0, instructions: 0 };
+        const i = IDLE && !args.includes('--idle-only') ? await runDaemon(dir, config(http, brokerPort, encoding, false), { valgrind: CALLGRIND, bundle }, counter) : { cpuMs: 0, userMs: 0, sysMs: 0, seconds: 1, messages: 0, instructions: 0, mainInstructions: 0 };
         runs[b].poll.push(p);
         runs[b].idle.push(i);
         if (CALLGRIND) {
-          console.log(`  ${label} #${rep + 1}: ${p.messages} polls in ${p.seconds.toFixed(1)} s, ${(p.instructions / 1e6).toFixed(1)} M instructions (idle ${(i.instructions / 1e6).toFixed(1)} M): ${Math.round((p.instructions - i.instructions) / p.messages)} per poll above idle, ~${Math.round(bytes)} B/message`);
+          console.log(`  ${label} #${rep + 1}: ${p.messages} polls in ${p.seconds.toFixed(1)} s, ${(p.instructions / 1e6).toFixed(1)} M instructions (idle ${(i.instructions / 1e6).toFixed(1)} M): ${Math.round((p.instructions - i.instructions) / p.messages)} per poll above idle (main thread ${Math.round((p.mainInstructions - i.mainInstructions) / p.messages)}), ~${Math.round(bytes)} B/message`);
         } else {
           console.log(`  ${label} #${rep + 1}: ${p.messages} polls in ${p.seconds.toFixed(1)} s, CPU ${p.cpuMs.toFixed(0)} ms (user ${p.userMs}, sys ${p.sysMs}) = ${(p.cpuMs * 1000 / p.messages).toFixed(1)} µs/poll; idle ${(i.cpuMs * 1000 / i.seconds).toFixed(0)} µs/s; above idle ${((p.cpuMs - i.cpuMs * p.seconds / i.seconds) * 1000 / p.messages).toFixed(1)} µs/poll; ~${Math.round(bytes)} B/message; load ${load()}`);
         }
@@ -255,8 +258,9 @@ async function main() {
       const idlePerS = idle.map((i) => (i.cpuMs * 1000) / i.seconds);
       const above = poll.map((p, k) => ((p.cpuMs - (idle[k].cpuMs * p.seconds) / idle[k].seconds) * 1000) / p.messages);
       const instr = poll.map((p, k) => (p.instructions - idle[k].instructions) / p.messages);
+      const mainInstr = poll.map((p, k) => (p.mainInstructions - idle[k].mainInstructions) / p.messages);
       summary.push(CALLGRIND
-        ? `${label}: median ${Math.round(median(instr))} instructions per poll above idle (idle ${(median(idle.map((i) => i.instructions / i.seconds)) / 1e6).toFixed(2)} M/s)`
+        ? `${label}: median ${Math.round(median(instr))} instructions per poll above idle, main thread ${Math.round(median(mainInstr))} (idle ${(median(idle.map((i) => i.instructions / i.seconds)) / 1e6).toFixed(2)} M/s)`
         : `${label}: median ${median(perPoll).toFixed(1)} µs CPU per poll (${(median(above)).toFixed(1)} above idle), idle daemon ${median(idlePerS).toFixed(0)} µs/s`);
     }
   }
