@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const entries = {
   run: 'run.ts',
+  'profile-http': 'profile-http.ts',
   'bare-http': 'baselines/bare-http.ts',
   fastify: 'baselines/fastify.ts',
   'mqtt-echo': 'baselines/mqtt-echo.ts',
