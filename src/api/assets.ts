@@ -106,7 +106,7 @@ export function assetsFamily(assets: AssetService): Family {
     routes: [
       { method: 'GET', path: '', handler: () => assets.list() },
       { method: 'GET', path: ':pid', handler: (req) => rawJson(`[${assetOf(req).channels.map(channelJson).join(',')}]`) },
-      { method: 'GET', path: ':pid/_read', handler: async (req) => records(await assets.read(assetOf(req).pid).catch(notFound)) },
+      { method: 'GET', path: ':pid/_read', handler: (req) => assets.read(assetOf(req).pid).then(records, notFound) },
       {
         method: 'POST',
         path: ':pid/_read',

@@ -196,12 +196,16 @@ export class AssetRuntime implements AssetService {
    * FAILURE record stamped now, in request order alongside the others; the rest go to the driver
    * in one batch.
    */
-  async read(pid: string, names?: string[]): Promise<ChannelRecord[]> {
-    const asset = this.require(pid);
+  read(pid: string, names?: string[]): Promise<ChannelRecord[]> {
+    const asset = this.assets.get(pid);
+    if (!asset) return Promise.reject(new AssetNotFoundError(pid));
+    // Every readable channel (a REST GET _read, a poll): none is refused, the plan is made once.
+    return names ? this.readNamed(asset, names) : this.pollRead(asset);
+  }
+
+  private async readNamed(asset: AssetConfig, names: string[]): Promise<ChannelRecord[]> {
     const byName = new Map(asset.channels.map((c) => [c.name, c]));
-    const wanted: string[] = names
-      ? [...new Set(names)]
-      : asset.channels.filter((c) => c.enabled && c.mode !== 'WRITE').map((c) => c.name);
+    const wanted = [...new Set(names)];
     const records: ChannelRecord[] = new Array(wanted.length);
     const toRead: { idx: number; ch: ChannelConfig }[] = [];
     const now = Date.now();

@@ -38,15 +38,17 @@ export class SimulatorDriver implements Driver {
     }
   }
 
-  /** Waits for the slowest channel of the batch, like a slow device on a bus. */
-  private async latency(specs: ChannelSpec<SimulatorChannelSpec>[]): Promise<void> {
-    const ms = Math.max(0, ...specs.map((s) => ('spec' in s ? s.spec.delay : 0)));
-    if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+  /** Waits for the slowest channel of the batch, like a slow device on a bus (no wait, no promise, for none). */
+  private latency(specs: ChannelSpec<SimulatorChannelSpec>[]): Promise<void> | undefined {
+    let ms = 0;
+    for (const s of specs) if ('spec' in s && s.spec.delay > ms) ms = s.spec.delay;
+    return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : undefined;
   }
 
   async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
     const specs = channels.map(this.spec);
-    if (!this.closed) await this.latency(specs);
+    const wait = this.closed ? undefined : this.latency(specs);
+    if (wait) await wait;
     if (this.closed) return closedResults(channels.length);
     const timestamp = Date.now();
     return channels.map((ch, i) => {
@@ -57,7 +59,8 @@ export class SimulatorDriver implements Driver {
 
   async write(requests: WriteRequest[]): Promise<ChannelResult[]> {
     const specs = requests.map((r) => this.spec(r.channel));
-    if (!this.closed) await this.latency(specs);
+    const wait = this.closed ? undefined : this.latency(specs);
+    if (wait) await wait;
     if (this.closed) return closedResults(requests.length);
     const timestamp = Date.now();
     return requests.map((r, i) => {
