@@ -8,7 +8,7 @@ import { rawJson, type CoreRequest, type Family } from '../core/family.js';
 import { MAX_CHANNELS_PER_REQUEST, tooManyChannels } from '../core/limits.js';
 import { AssetNotFoundError, VALUE_TYPES, type AssetService, type ChannelRecord, type TypedValue, type ValueType } from '../assets/types.js';
 import { clip, parseValueText } from '../assets/values.js';
-import { channelJson, recordJson } from '../assets/records.js';
+import { RecordJsonCache, channelJson, recordJson } from '../assets/records.js';
 import { JsonNumber, isJsonObject, type ExactJson } from '../core/json.js';
 
 const BASE = '/services/assets';
@@ -97,7 +97,12 @@ export function assetsFamily(assets: AssetService): Family {
     if (err instanceof AssetNotFoundError) throw new RequestError(404, err.message);
     throw err;
   };
-  const records = (list: ChannelRecord[]) => rawJson(`[${list.map((r) => recordJson(r)).join(',')}]`);
+  const cache = new RecordJsonCache();
+  const records = (list: ChannelRecord[]) => {
+    let s = '[';
+    for (let i = 0; i < list.length; i++) s += i === 0 ? cache.json(list[i]!) : `,${cache.json(list[i]!)}`;
+    return rawJson(`${s}]`);
+  };
   return {
     name: 'assets',
     rest: BASE,

@@ -79,3 +79,28 @@ export function recordJson(r: ChannelRecord, echo?: TypedValue): string {
   return s + '}';
 }
 
+/**
+ * recordJson of read records, with what every record of a channel shares (status, name, value type,
+ * unit) written once per channel: a REST read then only writes the value and the timestamp. Keyed
+ * by channel name and checked against the record's type and unit (a reload may change them);
+ * bounded, since names come from the configuration and a reload may rename them all.
+ */
+export class RecordJsonCache {
+  private parts = new Map<string, { valueType: string; unit: string | undefined; head: string; tail: string }>();
+
+  json(r: ChannelRecord): string {
+    if (r.status !== 'SUCCESS' || r.refused || r.value === undefined) return recordJson(r);
+    let p = this.parts.get(r.name);
+    if (!p || p.valueType !== r.valueType || p.unit !== r.unit) {
+      if (this.parts.size >= 4096) this.parts.clear();
+      p = {
+        valueType: r.valueType,
+        unit: r.unit,
+        head: `{"channelStatus":{"channelFlag":"SUCCESS"},"name":${JSON.stringify(r.name)},"valueType":"${r.valueType}","value":`,
+        tail: r.unit === undefined ? '}' : `,"unit":${JSON.stringify(r.unit)}}`,
+      };
+      this.parts.set(r.name, p);
+    }
+    return `${p.head}${valueToJson(r.value)},"timestamp":${r.timestamp}${p.tail}`;
+  }
+}
