@@ -53,6 +53,25 @@ export function parseCookies(header: string | undefined): Map<string, string> {
 }
 
 /**
+ * One cookie's value, as parseCookies(header).get(name) would give it, without splitting the header
+ * or building the map: the session cookie is looked up on every request.
+ */
+export function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (!header || name === '') return undefined;
+  for (let start = 0; start < header.length; ) {
+    let end = header.indexOf(';', start);
+    if (end < 0) end = header.length;
+    const eq = header.indexOf('=', start);
+    if (eq > start && eq < end && header.slice(start, eq).trim() === name) {
+      const value = header.slice(eq + 1, end).trim();
+      return value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
+    }
+    start = end + 1;
+  }
+  return undefined;
+}
+
+/**
  * A request made by a script (the field console's fetch calls), not by the user's navigation: its
  * 401 carries no Basic challenge, so the browser does not open its own login dialog over the page
  * (docs/console.md).
@@ -341,8 +360,6 @@ const CUSTOM_PROVIDER_TIMEOUT_MS = 5000;
 
 /** The request as providers see it (the `AuthRequest` contract of provider.ts), built once per request. */
 class HttpAuthRequest implements AuthRequest {
-  private cookies: Map<string, string> | undefined;
-
   constructor(
     private readonly ctx: RequestContext,
     private readonly layer: AuthLayer,
@@ -367,8 +384,7 @@ class HttpAuthRequest implements AuthRequest {
     return this.ctx.peerCertificate();
   }
   cookie(name: string): string | undefined {
-    this.cookies ??= parseCookies(this.ctx.header('cookie'));
-    return this.cookies.get(name);
+    return cookieValue(this.ctx.header('cookie'), name);
   }
   identity(name: string): IdentityView | undefined {
     const id = this.layer.identities.get(name);

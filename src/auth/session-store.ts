@@ -20,7 +20,7 @@ export interface Session {
 }
 
 /** Monotonic clock in milliseconds (wall-clock jumps must not expire or revive sessions). */
-export const monotonicMs = (): number => Number(process.hrtime.bigint() / 1_000_000n);
+export const monotonicMs = (): number => Math.floor(performance.now());
 
 /** Thrown when the store is full of sessions that may not be evicted for this login. */
 export class SessionLimitError extends Error {}

@@ -2,7 +2,7 @@
 // forms, session store bounds and expiry, throttle windows (fake clocks, no sleeping).
 import t from 'tap';
 import { parseBasic } from '../../src/auth/basic.js';
-import { parseCookies } from '../../src/auth/layer.js';
+import { cookieValue, parseCookies } from '../../src/auth/layer.js';
 import { commonName } from '../../src/auth/providers/certificate.js';
 import { passwordFailures } from '../../src/auth/password-policy.js';
 import { PasswordHasher, hashKind, kuraSha256, needsRehash, safeEqual } from '../../src/auth/password-hash.js';
@@ -39,6 +39,10 @@ t.test('parseCookies and commonName', async (t) => {
   t.equal(c.get('q'), 'quoted');
   t.equal(c.size, 3);
   t.equal(parseCookies(undefined).size, 0);
+  // The one-cookie lookup of every request answers as the map does.
+  const headers = ['a=1; JSESSIONID=abc; JSESSIONID=second; q="quoted"; bad; =x', ' JSESSIONID = v ;', 'x=1;JSESSIONID="";y', 'JSESSIONID', 'JSESSIONID=a=b; c', '=JSESSIONID=1', ';;JSESSIONID=z;;', 'q="', ''];
+  for (const h of headers) for (const name of ['JSESSIONID', 'q', 'a', 'x', 'bad', '']) t.equal(cookieValue(h, name), parseCookies(h).get(name), `${JSON.stringify(h)} ${name}`);
+  t.equal(cookieValue(undefined, 'JSESSIONID'), undefined);
   t.equal(commonName({ CN: 'foo', DC: 'bar.com' }), 'foo');
   t.equal(commonName({ CN: ['first', 'second'] }), 'first');
   t.equal(commonName({ O: 'x' }), undefined);

@@ -16,6 +16,8 @@ const CHANGE_PASSWORD_PATH = `${SESSION_BASE}/changePassword`;
 
 /** Kura compares exemption paths on the decoded path; a trailing slash reaches the same route here. */
 function normalPath(p: string): string {
+  // Most paths have nothing to normalise: no regular expression for them.
+  if (!p.includes('//') && (p.length <= 1 || p.charCodeAt(p.length - 1) !== 47 /* '/' */)) return p;
   const s = p.replace(/\/{2,}/g, '/');
   return s.length > 1 && s.endsWith('/') ? s.slice(0, -1) : s;
 }
