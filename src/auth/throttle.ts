@@ -46,7 +46,8 @@ export class LoginThrottle {
 
   /** Milliseconds until an attempt for `name` from `address` may be checked (0: now). */
   wait(name: string, address: string): number {
-    if (this.maxDelayMs <= 0) return 0;
+    // Nothing has failed lately (every BASIC request asks): no key to work out.
+    if (this.maxDelayMs <= 0 || (this.byName.size === 0 && this.byAddress.size === 0)) return 0;
     const t = this.now();
     const a = this.live(this.byName, nameKey(name), t);
     const b = this.live(this.byAddress, addressPrefix(address), t);

@@ -10,6 +10,8 @@ import { RequestError } from '../core/errors.js';
  * /64 (a single host usually has a whole /64 to pick addresses from).
  */
 export function addressPrefix(address: string): string {
+  // A plain IPv4 address (the usual case) is its own prefix: no regular expressions for it.
+  if (!address.includes(':') && !address.includes('%')) return address;
   const a = address.replace(/%.*$/, '');
   if (!a.includes(':')) return a;
   if (/^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(a)) return a.slice(7);

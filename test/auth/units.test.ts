@@ -1,7 +1,7 @@
 // Tables for the pure pieces of the auth layer: BASIC and cookie parsing, password rules, hash
 // forms, session store bounds and expiry, throttle windows (fake clocks, no sleeping).
 import t from 'tap';
-import { parseBasic } from '../../src/auth/basic.js';
+import { BasicCache, parseBasic } from '../../src/auth/basic.js';
 import { cookieValue, parseCookies } from '../../src/auth/layer.js';
 import { commonName } from '../../src/auth/providers/certificate.js';
 import { passwordFailures } from '../../src/auth/password-policy.js';
@@ -31,6 +31,36 @@ t.test('parseBasic', async (t) => {
     [undefined, undefined],
   ];
   for (const [h, want] of cases) t.same(parseBasic(h), want, String(h));
+});
+
+t.test('BASIC cache: by credentials and by the exact header, bound to the stamp, aged, forgotten, bounded', async (t) => {
+  let now = 1_000_000;
+  const c = new BasicCache(() => now);
+  const creds = { user: 'foo', password: 'bar' };
+  const header = `Basic ${Buffer.from('foo:bar').toString('base64')}`;
+  t.notOk(c.has(creds, 1));
+  t.equal(c.header(header), undefined);
+  c.remember(creds, 1);
+  c.rememberHeader(header, 'foo', 1);
+  t.ok(c.has(creds, 1));
+  t.notOk(c.has(creds, 2), 'another credentials stamp');
+  t.notOk(c.has(creds, 1), 'and the entry is gone');
+  t.notOk(c.has({ user: 'foo', password: 'baz' }, 1));
+  t.same(c.header(header), { user: 'foo', credentials: 1, at: now });
+  t.equal(c.header(`Basic ${Buffer.from('foo:baz').toString('base64')}`), undefined, 'another password');
+  t.equal(c.header(` ${header}`), undefined, 'only the exact header');
+  now += 10 * 60_000 + 1;
+  t.equal(c.header(header), undefined, 'aged out');
+  c.rememberHeader(header, 'foo', 1);
+  c.remember(creds, 1);
+  c.forget('foo');
+  t.equal(c.header(header), undefined, 'forgotten with its identity');
+  t.notOk(c.has(creds, 1));
+  for (let i = 0; i < 300; i++) c.rememberHeader(`Basic ${i}`, `u${i}`, 1);
+  t.equal(c.header('Basic 0'), undefined, 'least recently used dropped beyond 256');
+  t.equal(c.header('Basic 299')?.user, 'u299');
+  const text = JSON.stringify([...Object.values(c)].map((v) => (v instanceof Map ? [...v.keys()] : String(v))));
+  t.notOk(text.includes('bar') || text.includes(header.slice(6)), 'neither the password nor the header is kept');
 });
 
 t.test('parseCookies and commonName', async (t) => {

@@ -1,6 +1,7 @@
 // HTTP BASIC (Kura's priority 200 provider, refused for an identity that must change its password).
 // Credentials that verified before are answered from the verification cache without a hash, and
-// synchronously: a BASIC client costs no scrypt and no microtask hop per request.
+// synchronously: a BASIC client costs no scrypt and no microtask hop per request; the exact header
+// that verified is found without decoding it.
 
 import { parseBasic, type BasicCache } from '../basic.js';
 import type { IdentityStore } from '../identity-store.js';
@@ -14,7 +15,7 @@ export interface BasicDeps {
   throttle: LoginThrottle;
   basicCache: BasicCache;
   /** The layer's one password check (throttled, cached, memory-hard). */
-  checkPassword(name: string, password: string, address: string, cached: boolean): Promise<{ identity?: { name: string; passwordChangeNeeded: boolean } }>;
+  checkPassword(name: string, password: string, address: string, cached: boolean): Promise<{ identity?: { name: string; passwordChangeNeeded: boolean; credentials: number } }>;
 }
 
 /**
@@ -30,17 +31,30 @@ export function basicProvider(deps: BasicDeps): AuthProvider {
     authenticate(req: AuthRequest) {
       const header = req.headers.authorization;
       if (header === undefined) return undefined;
+      // The header this client sent before and that verified (the usual case): one keyed digest,
+      // no decoding. Anything else (throttled, a changed identity) takes the full path below.
+      const seen = deps.basicCache.header(header);
+      if (seen && deps.throttle.wait(seen.user, req.remoteAddress) === 0) {
+        deps.identities.refreshIfChanged(REFRESH_MS);
+        const known = deps.identities.get(seen.user);
+        if (known && !known.passwordChangeNeeded && known.credentials === seen.credentials) return known.name;
+      }
       const creds = parseBasic(header);
       if (!creds) return undefined;
       if (deps.identities.get(creds.user)?.passwordChangeNeeded) return undefined;
       if (deps.throttle.wait(creds.user, req.remoteAddress) === 0) {
         deps.identities.refreshIfChanged(REFRESH_MS);
         const known = deps.identities.get(creds.user);
-        if (known && !known.passwordChangeNeeded && deps.basicCache.has(creds, known.credentials)) return known.name;
+        if (known && !known.passwordChangeNeeded && deps.basicCache.has(creds, known.credentials)) {
+          deps.basicCache.rememberHeader(header, known.name, known.credentials);
+          return known.name;
+        }
       }
-      return deps.checkPassword(creds.user, creds.password, req.remoteAddress, true).then((r) =>
-        !r.identity || r.identity.passwordChangeNeeded ? undefined : r.identity.name,
-      );
+      return deps.checkPassword(creds.user, creds.password, req.remoteAddress, true).then((r) => {
+        if (!r.identity || r.identity.passwordChangeNeeded) return undefined;
+        deps.basicCache.rememberHeader(header, r.identity.name, r.identity.credentials);
+        return r.identity.name;
+      });
     },
   };
 }
