@@ -6,7 +6,9 @@
 // valgrind while the requests ran, minus an idle stretch of the same length.
 //
 //   node bench/out/profile-http.mjs [--seconds 5] [--repeats 3] [--connections 10]
-//        [--only session,basic,bare,fastify] [--callgrind] [--cpu-prof DIR]
+//        [--only session,basic,bare,fastify] [--callgrind] [--cpu-prof DIR] [--bundle A.js --bundle B.js]
+//
+// --bundle (repeatable): measure these bundles instead of dist/gatewayd.js, side by side (A/B).
 //
 // --cpu-prof DIR: gatewayd runs with node's --cpu-prof (one .cpuprofile per repetition, its whole
 // life: start-up and warm-up are a small part of a 20,000-request run).
@@ -32,10 +34,12 @@ interface Args {
   only: string[];
   callgrind: boolean;
   cpuProf?: string;
+  /** Bundles to compare (A/B of a change); default dist/gatewayd.js. */
+  bundles: string[];
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 5, repeats: 3, connections: 10, only: ['session', 'basic', 'bare', 'fastify'], callgrind: false };
+  const a: Args = { seconds: 5, repeats: 3, connections: 10, only: ['session', 'basic', 'bare', 'fastify'], callgrind: false, bundles: [] };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = () => argv[++i] ?? '';
@@ -45,8 +49,10 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--only') a.only = v().split(',');
     else if (k === '--callgrind') a.callgrind = true;
     else if (k === '--cpu-prof') a.cpuProf = path.resolve(v());
+    else if (k === '--bundle') a.bundles.push(path.resolve(v()));
     else throw new Error(`unknown option ${k}`);
   }
+  if (a.bundles.length === 0) a.bundles.push(BUNDLE);
   return a;
 }
 
@@ -79,11 +85,11 @@ function stopper(proc: ChildProcess): () => Promise<void> {
 }
 
 /** The node process itself (valgrind execs node in place: same pid). */
-async function startGw(dir: string, config: Record<string, unknown>, port: number, args: Args, rep: number): Promise<Omit<Server, 'name' | 'headers'>> {
+async function startGw(bundle: string, dir: string, config: Record<string, unknown>, port: number, args: Args, rep: number): Promise<Omit<Server, 'name' | 'headers'>> {
   const configFile = writeConfigFile(dir, config);
   const cgFile = args.callgrind ? path.join(dir, `gw.cg.${rep}`) : undefined;
   const prof = args.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', args.cpuProf] : [];
-  const argv = [...(cgFile ? valgrindArgs(cgFile) : []), process.execPath, ...prof, BUNDLE, '--config', configFile];
+  const argv = [...(cgFile ? valgrindArgs(cgFile) : []), process.execPath, ...prof, bundle, '--config', configFile];
   const { proc, lines } = spawnServer(argv, dir);
   await lines.waitFor(READY, args.callgrind ? 300_000 : 20_000);
   return { proc, pid: proc.pid!, port, cgFile, stop: stopper(proc) };
@@ -141,9 +147,18 @@ async function measure(s: Server, args: Args): Promise<number> {
     return (busy - idle) / n;
   }
   const c0 = threadCpuMs(s.pid);
+  const u0 = userSeconds(s.pid);
   const n = await run(args.seconds);
   const c1 = threadCpuMs(s.pid);
+  const u1 = userSeconds(s.pid);
+  process.stderr.write(`  (${s.name}: user ${(((u1 - u0) * 1e6) / n).toFixed(1)} µs/request)\n`);
   return ((c1 - c0) * 1000) / n;
+}
+
+/** User-mode CPU seconds of all threads (/proc/<pid>/stat utime, clock ticks of 10 ms). */
+function userSeconds(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(f.slice(f.lastIndexOf(')') + 2).split(' ')[11]) / 100;
 }
 
 const median = (xs: number[]) => {
@@ -161,19 +176,24 @@ async function main(): Promise<void> {
   try {
     for (let rep = 0; rep < args.repeats; rep++) {
       // Fresh servers per repetition (a valgrind process measures one phase at a time).
-      const { config, http } = await demoConfig();
-      const gwDir = path.join(tmp, `gw${rep}`);
-      fs.mkdirSync(gwDir);
-      (config as Record<string, unknown>).dataDir = path.join(gwDir, 'data');
-      const gw = await startGw(gwDir, config, http, args, rep);
-      stops.push(gw.stop);
-      const session = await login({ port: http }, USER, PASSWORD);
-      if (!session) throw new Error('login failed');
-      const sample = await request({ port: http }, READ, { headers: sessionHeaders(session) });
-      if (sample.status !== 200) throw new Error(`gatewayd read: HTTP ${sample.status}`);
       const servers: Server[] = [];
-      if (args.only.includes('session')) servers.push({ ...gw, name: 'gatewayd session', headers: sessionHeaders(session) });
-      if (args.only.includes('basic')) servers.push({ ...gw, name: 'gatewayd BASIC', headers: basicHeaders(USER, PASSWORD) });
+      let sample: Awaited<ReturnType<typeof request>> | undefined;
+      for (const [b, bundle] of args.bundles.entries()) {
+        const tag = args.bundles.length > 1 ? ` [${path.basename(bundle)}]` : '';
+        const { config, http } = await demoConfig();
+        const gwDir = path.join(tmp, `gw${rep}-${b}`);
+        fs.mkdirSync(gwDir);
+        (config as Record<string, unknown>).dataDir = path.join(gwDir, 'data');
+        const gw = await startGw(bundle, gwDir, config, http, args, rep);
+        stops.push(gw.stop);
+        const session = await login({ port: http }, USER, PASSWORD);
+        if (!session) throw new Error('login failed');
+        sample = await request({ port: http }, READ, { headers: sessionHeaders(session) });
+        if (sample.status !== 200) throw new Error(`gatewayd read: HTTP ${sample.status}`);
+        if (args.only.includes('session')) servers.push({ ...gw, name: `gatewayd session${tag}`, headers: sessionHeaders(session) });
+        if (args.only.includes('basic')) servers.push({ ...gw, name: `gatewayd BASIC${tag}`, headers: basicHeaders(USER, PASSWORD) });
+      }
+      if (!sample) throw new Error('no bundle');
       if (args.only.includes('bare')) {
         const spec = path.join(tmp, 'bare.json');
         const keep = ['cache-control', 'x-content-type-options', 'content-type'];
@@ -187,7 +207,9 @@ async function main(): Promise<void> {
         stops.push(f.stop);
         servers.push({ ...f, name: 'Fastify', port: f.ready.http, headers: { Cookie: f.ready.cookie, 'X-XSRF-Token': f.ready.xsrf } });
       }
-      for (const s of servers) {
+      // Each repetition starts with another contender: the one measured first is not always favoured.
+      const order = servers.map((_, i) => servers[(i + rep) % servers.length]!);
+      for (const s of order) {
         const v = await measure(s, args);
         results.set(s.name, [...(results.get(s.name) ?? []), v]);
         process.stderr.write(`  rep ${rep + 1}: ${s.name}: ${v.toFixed(args.callgrind ? 0 : 1)} ${unit}/request\n`);
@@ -198,14 +220,15 @@ async function main(): Promise<void> {
     while (stops.length) await stops.pop()!().catch(() => {});
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  const gw = median(results.get('gatewayd session') ?? [NaN]);
+  const first = [...results.keys()].find((k) => k.startsWith('gatewayd session'));
+  const gw = median(results.get(first ?? '') ?? [NaN]);
   process.stdout.write(`${unit} per request, median of ${args.repeats} (wrk ${args.seconds} s, ${args.connections} connections):\n`);
   for (const [name, xs] of results) {
     const m = median(xs);
     // Rates per CPU-second (or per instruction) are the inverse of the costs.
     const ratio =
-      name === 'gatewayd session' || Number.isNaN(gw) ? '' : name === 'gatewayd BASIC' ? `   BASIC ÷ session rate ${(gw / m).toFixed(3)}` : `   session ÷ ${name} rate ${(m / gw).toFixed(3)}`;
-    process.stdout.write(`  ${name.padEnd(18)} ${m.toFixed(args.callgrind ? 0 : 1).padStart(10)}${ratio}\n`);
+      name === first || Number.isNaN(gw) ? '' : name.startsWith('gatewayd') ? `   this ÷ ${first} rate ${(gw / m).toFixed(3)}` : `   ${first} ÷ ${name} rate ${(m / gw).toFixed(3)}`;
+    process.stdout.write(`  ${name.padEnd(36)} ${m.toFixed(args.callgrind ? 0 : 1).padStart(10)}${ratio}\n`);
   }
 }
 
