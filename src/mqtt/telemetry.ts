@@ -35,10 +35,14 @@ function sameValue(a: TypedValue, b: TypedValue): boolean {
   return a.value === b.value || (typeof a.value === 'number' && Number.isNaN(a.value) && Number.isNaN(b.value));
 }
 
-function snapshot(r: ChannelRecord): Published {
-  if (r.status !== 'SUCCESS' || r.value === undefined) return { ok: false, error: r.error ?? '' };
+/** Keeps what a published record was, in place (one object per channel, updated each publication). */
+function keep(p: Published, r: ChannelRecord): Published {
+  const v = r.status === 'SUCCESS' ? r.value : undefined;
+  p.ok = v !== undefined;
   // Values are not changed after a read; bytes are copied all the same, as they are compared later.
-  return { ok: true, value: r.value.type === 'BYTE_ARRAY' ? { type: 'BYTE_ARRAY', value: Buffer.from(r.value.value) } : r.value };
+  p.value = v?.type === 'BYTE_ARRAY' ? { type: 'BYTE_ARRAY', value: Buffer.from(v.value) } : v;
+  p.error = v ? undefined : (r.error ?? '');
+  return p;
 }
 
 /** Kura metric for a typed value. */
@@ -247,10 +251,10 @@ export class Telemetry {
     const out: ChannelRecord[] = [];
     for (const r of records) {
       const prev = st.channels.get(r.name);
-      if (heartbeat || !prev || this.changed(prev, r, deadbands.get(r.name) ?? 0)) {
-        out.push(r);
-        st.channels.set(r.name, snapshot(r));
-      }
+      if (!prev) st.channels.set(r.name, keep({ ok: false, value: undefined, error: undefined }, r));
+      else if (heartbeat || this.changed(prev, r, deadbands.get(r.name) ?? 0)) keep(prev, r);
+      else continue;
+      out.push(r);
     }
     if (out.length === 0) return;
     st.lastPublishAt = now;
@@ -266,9 +270,9 @@ export class Telemetry {
     if (prev.ok !== (v !== undefined)) return true;
     if (!v) return prev.error !== (r.error ?? '');
     if (sameValue(prev.value!, v)) return false;
+    if (deadband <= 0) return true;
     const a = numericOf(prev.value!);
     const b = numericOf(v);
-    if (deadband > 0 && a !== undefined && b !== undefined) return Math.abs(b - a) >= deadband;
-    return true;
+    return a === undefined || b === undefined || Math.abs(b - a) >= deadband;
   }
 }

@@ -3,7 +3,7 @@
 
 import t from 'tap';
 import type { TypedValue, ValueType } from '../../src/assets/types.js';
-import { decodeRegisters, encodeRegisters, type DataOrder, type DataType } from '../../src/drivers/modbus/datatypes.js';
+import { decodeRegisters, decoderFor, encodeRegisters, type DataOrder, type DataType } from '../../src/drivers/modbus/datatypes.js';
 import { modbusFactory } from '../../src/drivers/modbus/index.js';
 import { parseChannel } from '../../src/drivers/modbus/config.js';
 import { planReads, type ReadItem } from '../../src/drivers/modbus/plan.js';
@@ -39,6 +39,11 @@ const rows: Row[] = [
   ['UINT16', 'BIG_ENDIAN', '0000', { type: 'BOOLEAN', value: false }],
   ['INT16', 'BIG_ENDIAN', '0010', { type: 'LONG', value: 16n }],
   ['INT16', 'BIG_ENDIAN', 'FFF0', { type: 'LONG', value: -16n }],
+  ['UINT16', 'BIG_ENDIAN', 'FFF0', { type: 'LONG', value: 65520n }],
+  ['INT16', 'BIG_ENDIAN', '8000', { type: 'INTEGER', value: -32768 }],
+  ['UINT16', 'BIG_ENDIAN', '0001', { type: 'BOOLEAN', value: true }],
+  ['INT32', 'BIG_ENDIAN_BYTE_SWAP', 'FFFF FEFF', { type: 'INTEGER', value: -2 }],
+  ['UINT32', 'BIG_ENDIAN', '8000 0000', { type: 'LONG', value: 2147483648n }],
   ['UINT32', 'LITTLE_ENDIAN_BYTE_SWAP', 'FFFE FFFF', { type: 'LONG', value: 4294967294n }],
   ['INT32', 'LITTLE_ENDIAN', 'FEFF FFFF', { type: 'LONG', value: -2n }],
   ['STRING', 'BIG_ENDIAN', '6869 2100', { type: 'STRING', value: 'hi!' }, 2],
@@ -52,6 +57,7 @@ for (const [dataType, order, wire, value, arrayLength = 1] of rows) {
     // Inside a block read: the channel's bytes between other registers.
     const block = Buffer.concat([hex('ABCD EF01'), hex(wire), hex('2345')]);
     t.same(decodeRegisters(block, layout, 4, hex(wire).length), value, 'decode at an offset in a block');
+    t.same(decoderFor(layout)(block, 4, hex(wire).length), value, 'the channel decoder (decoderFor) agrees');
     t.same(encodeRegisters(value, layout, arrayLength), hex(wire), 'encode');
   });
 }

@@ -124,6 +124,35 @@ export function decodeRegisters(data: Buffer, layout: ValueLayout, at = 0, bytes
   }
 }
 
+/** Decodes one channel's registers from a response: `data`, from byte `at`, `bytes` long. */
+export type Decoder = (data: Buffer, at: number, bytes: number) => TypedValue | { error: string };
+
+/**
+ * decodeRegisters() specialised once for a channel's layout: the integer layouts a poll reads most
+ * (16- and 32-bit registers as INTEGER, LONG or BOOLEAN) become a few byte operations per read; the
+ * rest call decodeRegisters() itself. Same results (test/drivers/modbus-values.test.ts).
+ */
+export function decoderFor(layout: ValueLayout): Decoder {
+  const { dataType, valueType } = layout;
+  const generic: Decoder = (data, at, bytes) => decodeRegisters(data, layout, at, bytes);
+  if (!ALLOWED_DATA_TYPES[valueType].includes(dataType)) return generic;
+  if (dataType === 'INT16' || dataType === 'UINT16') {
+    const signed = dataType === 'INT16';
+    const word = (d: Buffer, at: number) => (signed ? (((d[at]! << 8) | d[at + 1]!) << 16) >> 16 : (d[at]! << 8) | d[at + 1]!);
+    if (valueType === 'INTEGER') return (d, at) => ({ type: 'INTEGER', value: word(d, at) });
+    if (valueType === 'BOOLEAN') return (d, at) => ({ type: 'BOOLEAN', value: word(d, at) !== 0 });
+    if (valueType === 'LONG') return (d, at) => ({ type: 'LONG', value: BigInt(word(d, at)) });
+    return generic;
+  }
+  if (dataType === 'INT32' || dataType === 'UINT32') {
+    const [a, b, c, e] = ORDER32[layout.order];
+    const int32 = (d: Buffer, at: number) => (d[at + a]! << 24) | (d[at + b]! << 16) | (d[at + c]! << 8) | d[at + e]!;
+    if (valueType === 'INTEGER') return (d, at) => ({ type: 'INTEGER', value: int32(d, at) });
+    if (valueType === 'LONG') return dataType === 'INT32' ? (d, at) => ({ type: 'LONG', value: BigInt(int32(d, at)) }) : (d, at) => ({ type: 'LONG', value: BigInt(int32(d, at) >>> 0) });
+  }
+  return generic;
+}
+
 const RANGE: Record<string, [bigint, bigint]> = {
   INT16: [-(1n << 15n), (1n << 15n) - 1n],
   UINT16: [0n, (1n << 16n) - 1n],

@@ -9,7 +9,7 @@ import { channelSpecs, type ChannelSpec } from '../props.js';
 import type { ModbusClient, RequestOptions } from './client.js';
 import { parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
 import { exceptionName, isBitTable, MAX_WRITE_BITS, MAX_WRITE_REGISTERS, type Table } from './constants.js';
-import { decodeRegisters, encodeRegisters } from './datatypes.js';
+import { decodeRegisters, decoderFor, encodeRegisters } from './datatypes.js';
 import type { ModbusRequest, ModbusResponse } from './pdu.js';
 import { planReads, type ReadBlock, type ReadItem } from './plan.js';
 import type { LineStats } from './transport.js';
@@ -80,7 +80,7 @@ export class ModbusDriverImpl implements ModbusDriver {
       const items: ReadItem[] = [];
       channels.forEach((ch, index) => {
         const s = this.spec(ch);
-        if ('spec' in s) items.push({ index, spec: s.spec });
+        if ('spec' in s) items.push({ index, spec: s.spec, decode: decoderFor(s.spec) });
         else invalid.push([index, { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` }]);
       });
       this.lastPlan = plan = { channels, blocks: planReads(items, this.config.maxGap), invalid };
@@ -125,13 +125,13 @@ export class ModbusDriverImpl implements ModbusDriver {
       for (const item of block.items) results[item.index] = { ok: false, error };
       return;
     }
-    for (const { index, spec } of block.items) {
+    for (const { index, spec, decode } of block.items) {
       const offset = spec.address - block.address;
       if (bits) {
         results[index] = { ok: true, value: { type: 'BOOLEAN', value: bits[offset] }, timestamp };
         continue;
       }
-      const v = decodeRegisters(data!, spec, offset * 2, spec.count * 2);
+      const v = decode ? decode(data!, offset * 2, spec.count * 2) : decodeRegisters(data!, spec, offset * 2, spec.count * 2);
       results[index] = 'error' in v ? { ok: false, error: `${range(spec.table, spec.address, spec.count)}: ${v.error}` } : { ok: true, value: v, timestamp };
     }
   }
