@@ -202,6 +202,37 @@ export function parseBrokerUrl(url: string): { host: string; port: number; secur
 }
 
 /**
+ * A PUBLISH packet [MQTT-3.3] in one buffer: fixed header (DUP, QoS, RETAIN), Remaining Length,
+ * topic, packet identifier (QoS > 0), payload; what mqtt-packet generates, without its
+ * intermediate buffers (telemetry sends one per poll). Undefined for what only mqtt-packet
+ * handles or refuses (a string payload, a topic over 65,535 bytes or with a NUL or wildcard, a
+ * packet over the protocol's size limit, QoS 1 without a packet identifier).
+ */
+export function encodePublish(p: mqttPacket.IPublishPacket): Buffer | undefined {
+  const payload = p.payload;
+  const qos = p.qos ?? 0;
+  if (!Buffer.isBuffer(payload) || qos > 1 || (qos === 1 && p.messageId === undefined) || /[\u0000#+]/.test(p.topic)) return undefined;
+  const topicLength = Buffer.byteLength(p.topic);
+  const length = 2 + topicLength + (qos > 0 ? 2 : 0) + payload.length;
+  if (topicLength === 0 || topicLength > 0xffff || length > 268_435_455) return undefined;
+  const lengthBytes = length < 0x80 ? 1 : length < 0x4000 ? 2 : length < 0x200000 ? 3 : 4;
+  const buf = Buffer.allocUnsafe(1 + lengthBytes + length);
+  buf[0] = 0x30 | (p.dup ? 8 : 0) | (qos << 1) | (p.retain ? 1 : 0);
+  let at = 1;
+  for (let x = length; ; ) {
+    const b = x % 0x80;
+    x = Math.floor(x / 0x80);
+    buf[at++] = x > 0 ? b | 0x80 : b;
+    if (x === 0) break;
+  }
+  buf.writeUInt16BE(topicLength, at);
+  at += 2 + buf.write(p.topic, at + 2, 'utf8');
+  if (qos > 0) at = buf.writeUInt16BE(p.messageId!, at);
+  payload.copy(buf, at);
+  return buf;
+}
+
+/**
  * Events: `connect` (sessionPresent), `close`, `message` (topic, payload, packet), `error` is never
  * emitted (problems are logged), `offline` when a connection is lost.
  */
@@ -404,7 +435,7 @@ export class MqttClient extends EventEmitter {
     if (!s || s.destroyed) return false;
     let buf: Buffer;
     try {
-      buf = mqttPacket.generate(packet, { protocolVersion: 4 });
+      buf = (packet.cmd === 'publish' && encodePublish(packet)) || mqttPacket.generate(packet, { protocolVersion: 4 });
     } catch (err) {
       this.log.error('mqtt cannot encode packet', { cmd: packet.cmd, error: (err as Error).message });
       return false;
