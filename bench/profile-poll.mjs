@@ -176,7 +176,7 @@ async function runDaemon(dir, cfg, { valgrind, cpuProf, bundle }, counter) {
   const out = path.join(run, 'callgrind.out');
   const command = valgrind ? ['valgrind', '--tool=callgrind', '--separate-threads=yes', `--callgrind-out-file=${out}`, process.execPath, ...nodeArgs] : [process.execPath, ...nodeArgs];
   const extraEnv = Object.fromEntries(opt('env', '').split(',').filter(Boolean).map((kv) => kv.split('=')));
-  const gw = spawnGatewayd({ configFile, cwd: run, env: { ...deviceSettings().env, ...extraEnv }, command, keep: 200 });
+  const gw = spawnGatewayd({ configFile, cwd: run, env: { ...deviceSettings().env, ...extraEnv }, command, keep: args.includes('--keep') ? 'all' : 200 });
   cleanups.push(() => kill(gw.proc));
   await gw.waitFor(READY, valgrind ? 300_000 : 20_000);
   // Telemetry flowing (or, idle, the connection made): then a warm-up.
@@ -207,6 +207,7 @@ async function runDaemon(dir, cfg, { valgrind, cpuProf, bundle }, counter) {
     }
   }
   await kill(gw.proc);
+  if (args.includes('--keep')) fs.writeFileSync(path.join(run, 'daemon.log'), gw.lines.join('\n'));
   const errors = gw.lines.filter((l) => /level=(warn|error)/.test(l));
   if (errors.some((l) => !/console files not found/.test(l))) process.stderr.write(`  gatewayd warned: ${errors.slice(0, 3).join(' | ')}\n`);
   return { userMs: u1.user - u0.user, sysMs: u1.sys - u0.sys, cpuMs: (c1 - c0) / 1e6, seconds: Number(t1 - t0) / 1e9, messages: m1 - m0, instructions, mainInstructions };
