@@ -125,6 +125,54 @@ interface PendingCall {
   fail(): void;
 }
 
+const failAll = (n: number, error: string): ChannelResult[] => new Array(n).fill({ ok: false, error });
+
+/**
+ * One driver call of callDriver, settled once: by the driver's answer, its failure or the watchdog.
+ * A class rather than closures: every REST read makes one.
+ */
+class DriverCall implements PendingCall {
+  readonly promise: Promise<ChannelResult[]>;
+  readonly deadline: number;
+  private resolve!: (res: ChannelResult[]) => void;
+
+  constructor(
+    private readonly pending: Set<PendingCall>,
+    private readonly log: Logger,
+    private readonly asset: AssetConfig,
+    private readonly n: number,
+    private readonly timeoutMs: number,
+  ) {
+    this.deadline = Date.now() + timeoutMs;
+    this.promise = new Promise<ChannelResult[]>((resolve) => (this.resolve = resolve));
+  }
+
+  /** A call is pending exactly while it is in the set: the first outcome settles it. */
+  private settle(res: ChannelResult[]): void {
+    if (this.pending.delete(this)) this.resolve(res);
+  }
+
+  fail(): void {
+    this.settle(failAll(this.n, `Driver ${this.asset.driverPid} did not answer within ${this.timeoutMs} ms`));
+  }
+
+  failed(err: unknown): void {
+    const msg = (err as Error)?.message || `Driver ${this.asset.driverPid} failed`;
+    this.log.debug('driver call failed', { asset: this.asset.pid, driver: this.asset.driverPid, error: msg });
+    this.settle(failAll(this.n, msg));
+  }
+
+  answered(res: unknown): void {
+    if (!Array.isArray(res) || res.length !== this.n) return this.failed(new Error(`Driver ${this.asset.driverPid} returned a malformed result`));
+    const out: ChannelResult[] = new Array(res.length);
+    for (let i = 0; i < res.length; i++) {
+      const r = res[i] as ChannelResult;
+      out[i] = r && typeof r === 'object' ? r : { ok: false, error: `Driver ${this.asset.driverPid} returned no result` };
+    }
+    this.settle(out);
+  }
+}
+
 export class AssetRuntime implements AssetService {
   private assets = new Map<string, AssetConfig>();
   private driverConfigs: Record<string, DriverInstanceConfig> = {};
@@ -281,36 +329,22 @@ export class AssetRuntime implements AssetService {
    */
   private callDriver(asset: AssetConfig, op: (d: Driver) => Promise<ChannelResult[]>, n: number): Promise<ChannelResult[]> {
     const driver = this.drivers.get(asset.driverPid);
-    const failAll = (error: string): ChannelResult[] => new Array(n).fill({ ok: false, error });
-    if (!driver) return Promise.resolve(failAll(DRIVER_NOT_ATTACHED));
-    return new Promise<ChannelResult[]>((resolve) => {
-      const call: PendingCall = {
-        deadline: Date.now() + this.callTimeoutMs,
-        fail: () => settle(failAll(`Driver ${asset.driverPid} did not answer within ${this.callTimeoutMs} ms`)),
-      };
-      // A call is pending exactly while it is in the set: the first outcome settles it.
-      const settle = (res: ChannelResult[]) => {
-        if (this.pendingCalls.delete(call)) resolve(res);
-      };
-      const failed = (err: unknown) => {
-        const msg = (err as Error)?.message || `Driver ${asset.driverPid} failed`;
-        this.log.debug('driver call failed', { asset: asset.pid, driver: asset.driverPid, error: msg });
-        settle(failAll(msg));
-      };
-      this.pendingCalls.add(call);
-      this.armWatchdog();
-      let p: Promise<ChannelResult[]>;
-      try {
-        p = op(driver);
-      } catch (err) {
-        failed(err);
-        return;
-      }
-      Promise.resolve(p).then((res) => {
-        if (!Array.isArray(res) || res.length !== n) return failed(new Error(`Driver ${asset.driverPid} returned a malformed result`));
-        settle(res.map((r) => (r && typeof r === 'object' ? r : { ok: false, error: `Driver ${asset.driverPid} returned no result` })));
-      }, failed);
-    });
+    if (!driver) return Promise.resolve(failAll(n, DRIVER_NOT_ATTACHED));
+    const call = new DriverCall(this.pendingCalls, this.log, asset, n, this.callTimeoutMs);
+    this.pendingCalls.add(call);
+    this.armWatchdog();
+    let p: Promise<ChannelResult[]>;
+    try {
+      p = op(driver);
+    } catch (err) {
+      call.failed(err);
+      return call.promise;
+    }
+    Promise.resolve(p).then(
+      (res) => call.answered(res),
+      (err) => call.failed(err),
+    );
+    return call.promise;
   }
 
   private armWatchdog(): void {
