@@ -360,6 +360,9 @@ const CUSTOM_PROVIDER_TIMEOUT_MS = 5000;
 
 /** The request as providers see it (the `AuthRequest` contract of provider.ts), built once per request. */
 class HttpAuthRequest implements AuthRequest {
+  private cookieName: string | undefined;
+  private cookieFound: string | undefined;
+
   constructor(
     private readonly ctx: RequestContext,
     private readonly layer: AuthLayer,
@@ -384,7 +387,12 @@ class HttpAuthRequest implements AuthRequest {
     return this.ctx.peerCertificate();
   }
   cookie(name: string): string | undefined {
-    return cookieValue(this.ctx.header('cookie'), name);
+    // The session cookie is asked for twice (the stage, then the session provider): found once.
+    if (name !== this.cookieName) {
+      this.cookieName = name;
+      this.cookieFound = cookieValue(this.ctx.header('cookie'), name);
+    }
+    return this.cookieFound;
   }
   identity(name: string): IdentityView | undefined {
     const id = this.layer.identities.get(name);

@@ -2,7 +2,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket, PeerCertificate } from 'node:tls';
-import type { Params } from './router.js';
+import { NO_PARAMS, bareObject, type Params } from './router.js';
 import { RequestError } from '../core/errors.js';
 
 /**
@@ -78,10 +78,10 @@ export interface BodyAdmission {
 export type ResponseFilter = (ctx: RequestContext, status: number, headers: Record<string, string | string[]>) => number;
 
 export class RequestContext {
-  params: Params = Object.create(null);
+  params: Params = NO_PARAMS;
   principal: Principal | undefined;
   /** Free slots for pipeline stages (e.g. the session the request authenticated with). */
-  readonly locals: Record<string, unknown> = Object.create(null);
+  readonly locals: Record<string, unknown> = bareObject();
   responded = false;
   /** Set by the server: deadline and slots for reading a body into memory (BodyGate in body.ts). */
   bodyGate: BodyAdmission | undefined;
@@ -117,14 +117,14 @@ export class RequestContext {
   }
 
   /** Writes the response once; later calls are ignored. Response filters may change the status. */
-  send(status: number, body?: string | Buffer, contentType?: string, extra: Record<string, string | string[]> = {}): void {
+  send(status: number, body?: string | Buffer, contentType?: string, extra?: Record<string, string | string[]>): void {
     if (this.responded || this.res.headersSent) return;
     this.responded = true;
     const headers: Record<string, string | string[]> = {
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
-      ...extra,
     };
+    if (extra !== undefined) Object.assign(headers, extra);
     for (const f of this.filters) status = f(this, status, headers);
     if (body !== undefined && status !== 204 && status !== 304) {
       headers['content-type'] = contentType ?? 'application/octet-stream';

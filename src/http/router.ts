@@ -4,11 +4,22 @@
 
 export type Params = Record<string, string>;
 
+// Objects with no inherited keys (a parameter named `constructor` or `__proto__` is only a key)
+// that V8 keeps in fast mode: `Object.create(null)` makes a dictionary-mode object of a few hundred
+// bytes, and requests make several.
+function Bare(): void {}
+Bare.prototype = Object.create(null);
+export const bareObject = <T extends object>(): T => new (Bare as unknown as new () => T)();
+
+/** The parameters of a route that has none: one shared, frozen object. */
+export const NO_PARAMS: Params = Object.freeze(bareObject<Params>());
+
 interface Route<H> {
   method: string;
   segments: string[]; // ':name' for a parameter
   /** The parameter name at each position (undefined for literals), sliced once. */
   paramNames: (string | undefined)[];
+  hasParams: boolean;
   handler: H;
 }
 
@@ -32,13 +43,20 @@ export class Router<H> {
    */
   private buckets = new Map<string, Route<H>[]>();
   private anyPrefix = new Map<number, Route<H>[]>();
+  /**
+   * The last lookup and its answer: a client polling one resource asks for the same path again and
+   * again. Answers are immutable (frozen parameters), so one can be handed out twice.
+   */
+  private last: { method: string; path: string; match: Match<H> } | undefined;
 
   add(method: string, pattern: string, handler: H): this {
+    this.last = undefined;
     const segments = split(pattern);
     const route: Route<H> = {
       method: method.toUpperCase(),
       segments,
       paramNames: segments.map((s) => (s.startsWith(':') ? s.slice(1) : undefined)),
+      hasParams: segments.some((s) => s.startsWith(':')),
       handler,
     };
     const head = segments.slice(0, 2);
@@ -61,6 +79,14 @@ export class Router<H> {
    * Literal segments win over parameters at the same position (`/_read` before `/:pid`).
    */
   find(method: string, path: string): Match<H> {
+    const last = this.last;
+    if (last !== undefined && last.path === path && last.method === method) return last.match;
+    const match = this.lookup(method, path);
+    this.last = { method, path, match };
+    return match;
+  }
+
+  private lookup(method: string, path: string): Match<H> {
     const segs = split(path);
     // As JAX-RS does: the most specific path template wins first (literal segments, leftmost
     // first), and only then is the method matched. So `DELETE /deploy/v2/_install` is 405 (the
@@ -91,13 +117,14 @@ export class Router<H> {
       if (!allowed.includes(r.method)) allowed.push(r.method);
     }
     if (bestScore < 0) return { kind: 'not-found' };
-    if (!exact) return { kind: 'method-not-allowed', allowed };
-    const params: Params = Object.create(null);
+    if (!exact) return { kind: 'method-not-allowed', allowed: Object.freeze(allowed) as string[] };
+    if (!exact.hasParams) return { kind: 'found', handler: exact.handler, params: NO_PARAMS };
+    const params = bareObject<Params>();
     for (let j = 0; j < segs.length; j++) {
       const name = exact.paramNames[j];
       if (name !== undefined) params[name] = segs[j];
     }
-    return { kind: 'found', handler: exact.handler, params };
+    return { kind: 'found', handler: exact.handler, params: Object.freeze(params) };
   }
 }
 
