@@ -3,7 +3,7 @@
 // parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
 
 import { isPlainObject as isObj, setOwn } from '../config/schema.js';
-import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
+import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, adsById, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
 import { ConfigError, type ConfigurationService } from './service.js';
 import { rawJson, type Family, type Method } from '../core/family.js';
 
@@ -23,10 +23,10 @@ const message = (m: string | undefined) => m && { message: m };
 
 /** Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password. */
 function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Props {
-  const ads = ocdOf(c, svc.effective, svc.registry)?.ads ?? [];
+  const ads = adsById(ocdOf(c, svc.effective, svc.registry));
   const out: Props = {};
   for (const [k, p] of Object.entries(props)) {
-    const ad = ads.find((a) => a.id === k);
+    const ad = ads.get(k);
     let v: unknown;
     try {
       v = propertyValue(p, ad);

@@ -310,11 +310,20 @@ export function propertyValue(p: unknown, ad: AttributeDef | undefined): unknown
   return r;
 }
 
+/** A definition's attributes by id (the first of an id, as a search would find). */
+export function adsById(ocd: Ocd | undefined): Map<string, AttributeDef> {
+  const m = new Map<string, AttributeDef>();
+  for (const a of ocd?.ads ?? []) if (!m.has(a.id)) m.set(a.id, a);
+  return m;
+}
+
 /** One component as Kura's ComponentConfigurationDTO (serialise with {@link json}). */
 export function configDto(c: Component, ocd: Ocd | undefined, opts: { definition?: boolean; mask?: boolean; defaultsOnly?: boolean }) {
   const props = opts.defaultsOnly ? Object.fromEntries((ocd?.ads ?? []).map((a) => [a.id, a.default])) : { ...shownProps(c, ocd), 'kura.service.pid': c.pid, 'service.factoryPid': c.factoryPid };
   const properties: Props = {};
-  for (const [k, v] of Object.entries(props)) set(properties, k, property(v, ocd?.ads.find((a) => a.id === k), !!opts.mask));
+  // By id, not a search per property: an asset has several properties and definitions per channel.
+  const ads = adsById(ocd);
+  for (const [k, v] of Object.entries(props)) set(properties, k, property(v, ads.get(k), !!opts.mask));
   return { pid: c.pid, definition: opts.definition && ocd ? ocdDto(ocd) : undefined, properties };
 }
 
