@@ -6,6 +6,7 @@ import { isPlainObject as isObj, setOwn } from '../config/schema.js';
 import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, adsById, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
 import { ConfigError, type ConfigurationService } from './service.js';
 import { rawJson, type Family, type Method } from '../core/family.js';
+import { lazyBuiltin } from '../core/builtin.js';
 
 type Svc = ConfigurationService;
 const bad = (text: string) => new ConfigError(400, text);
@@ -20,6 +21,28 @@ const pids = (body: unknown): string[] => [...new Set(field(body, 'pids', 'array
 const snap = (body: unknown) => !(isObj(body) && body.takeSnapshot === false);
 const shown = (svc: Svc, c: Component, mask: boolean, defaultsOnly?: boolean) => configDto(c, ocdOf(c, svc.effective, svc.registry), { definition: true, mask, defaultsOnly });
 const message = (m: string | undefined) => m && { message: m };
+
+const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');
+/** Reply bytes per attribute definition, its property included (measured: ~230 with Modbus channels, ~16 per channel). */
+const BYTES_PER_AD = 230;
+
+/**
+ * Configurations with their definitions grow with the channels (about 3.4 KB per Modbus channel), and
+ * building a reply takes about twice its size on the heap: past a sixth of the heap bound the request
+ * is answered 413, naming what to do, instead of V8 aborting the daemon at the bound
+ * (docs/configuration-v2.md).
+ */
+function fits(svc: Svc, cs: Component[]): Component[] {
+  let ads = 0;
+  for (const c of cs) ads += ocdOf(c, svc.effective, svc.registry)?.ads.length ?? 0;
+  const budget = v8().getHeapStatistics().heap_size_limit / 6;
+  if (ads * BYTES_PER_AD > budget) {
+    const mb = (x: number) => (x / 1048576).toFixed(1);
+    throw new ConfigError(413, `Reply too large: about ${mb(ads * BYTES_PER_AD)} MB of configurations with their definitions, ${mb(budget)} MB fit this daemon's heap bound; ask for fewer components with configurableComponents/configurations/byPid, or raise the heap bound (GATEWAYD_NODE_FLAGS=--max-old-space-size=…)`);
+  }
+  return cs;
+}
+const byPids = (svc: Svc, body: unknown) => pids(body).flatMap((p) => svc.component(p) ?? []);
 
 /** Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password. */
 function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Props {
@@ -109,13 +132,10 @@ const ROUTES: Record<string, (svc: Svc, body: unknown) => unknown> = {
   'POST factoryComponents/ocd/byFactoryPid': (svc, body) => factoryConfigs(svc, pids(body)),
   'GET configurableComponents': (svc) => ({ pids: svc.components().map((c) => c.pid) }),
   'GET configurableComponents/pidsWithFactory': (svc) => ({ components: svc.components().map(({ pid, factoryPid }) => ({ pid, factoryPid })) }),
-  'GET configurableComponents/configurations': (svc) => ({ configs: svc.components().map((c) => shown(svc, c, true)) }),
-  'POST configurableComponents/configurations/byPid': (svc, body) => ({ configs: pids(body).flatMap((p) => (svc.component(p) ? [shown(svc, svc.component(p)!, true)] : [])) }),
+  'GET configurableComponents/configurations': (svc) => ({ configs: fits(svc, svc.components()).map((c) => shown(svc, c, true)) }),
+  'POST configurableComponents/configurations/byPid': (svc, body) => ({ configs: fits(svc, byPids(svc, body)).map((c) => shown(svc, c, true)) }),
   'POST configurableComponents/configurations/byPid/_default': (svc, body) => ({
-    configs: pids(body).flatMap((p) => {
-      const c = svc.component(p);
-      return c && ocdOf(c, svc.effective, svc.registry) ? [shown(svc, c, false, true)] : [];
-    }),
+    configs: fits(svc, byPids(svc, body)).flatMap((c) => (ocdOf(c, svc.effective, svc.registry) ? [shown(svc, c, false, true)] : [])),
   }),
   'PUT configurableComponents/configurations/_update': async (svc, body) => message(await configs(body, svc, false)),
   // gatewayd's extension: back to the image's configuration (the runtime layer dropped).
