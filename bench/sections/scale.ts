@@ -227,8 +227,17 @@ export async function scaleSection(res: Results, opt: Options): Promise<void> {
       try {
         return await withScope(async (s) => {
           const { gw: g, t: tt, assets: as } = await startScaled(s, peers, tags, env);
-          await sleep(rampWarm);
-          return measure(g, undefined, tt, peers, as, rampWindow);
+          try {
+            await sleep(rampWarm);
+            return await measure(g, undefined, tt, peers, as, rampWindow);
+          } catch (err) {
+            // A daemon that died while measured (V8 at its heap bound aborts): say so, not the socket error.
+            await sleep(500);
+            const end = g.proc.signalCode ?? g.proc.exitCode;
+            if (end === null) throw err;
+            const fatal = g.logs.find((l) => /FATAL ERROR/.test(l));
+            throw new Error(`gatewayd exited (${end}) while measured${fatal ? `: ${fatal.trim()}` : ''}`);
+          }
         });
       } catch (err) {
         return (err as Error).message.split('\n')[0].replace(/; last lines:$/, '');
