@@ -169,3 +169,17 @@ t.test('coalescing: fewest requests per unit and table, split at 125 registers a
   const coils = items(Array.from({ length: 2500 }, (_, i) => [1, 'COILS', i + 1, 1] as [number, string, number, number]));
   t.same(planReads(coils, 0).map((b) => [b.fc, b.address, b.quantity]), [[1, 0, 2000], [1, 2000, 500]]);
 });
+
+t.test('channels of one layout share one specialised decoder (memory at tens of thousands of channels)', async (t) => {
+  const a = decoderFor({ dataType: 'INT16', valueType: 'INTEGER', order: 'BIG_ENDIAN' });
+  t.equal(decoderFor({ dataType: 'INT16', valueType: 'INTEGER', order: 'BIG_ENDIAN' }), a, 'the same function');
+  t.not(decoderFor({ dataType: 'UINT16', valueType: 'INTEGER', order: 'BIG_ENDIAN' }), a, 'another layout, another decoder');
+  const data = Buffer.from([0xff, 0xfe, 0x00, 0x07]);
+  t.same(a(data, 0, 2), { type: 'INTEGER', value: -2 });
+  t.same(decoderFor({ dataType: 'UINT16', valueType: 'INTEGER', order: 'BIG_ENDIAN' })(data, 0, 2), { type: 'INTEGER', value: 0xfffe });
+  const swapped = decoderFor({ dataType: 'INT32', valueType: 'INTEGER', order: 'LITTLE_ENDIAN_BYTE_SWAP' });
+  t.not(swapped, decoderFor({ dataType: 'INT32', valueType: 'INTEGER', order: 'BIG_ENDIAN' }), 'the order is part of the layout');
+  t.same(swapped(data, 0, 4), { type: 'INTEGER', value: 0x0007fffe });
+  // Layouts without a specialised decoder still decode, through decodeRegisters.
+  t.same(decoderFor({ dataType: 'FLOAT32', valueType: 'FLOAT', order: 'BIG_ENDIAN' })(Buffer.from([0x3f, 0xc0, 0, 0]), 0, 4), { type: 'FLOAT', value: 1.5 });
+});

@@ -133,16 +133,27 @@ export type Decoder = (data: Buffer, at: number, bytes: number) => TypedValue | 
  * rest call decodeRegisters() itself. Same results (test/drivers/modbus-values.test.ts).
  */
 export function decoderFor(layout: ValueLayout): Decoder {
+  // The specialised decoders depend on the data type, value type and order alone: one per
+  // combination, shared by every channel (closures per channel cost about 200 bytes each, which
+  // tens of thousands of channels feel under the launcher's heap bound).
+  const key = `${layout.dataType}:${layout.valueType}:${layout.order}`;
+  let d = specialised.get(key);
+  if (d === undefined) specialised.set(key, (d = specialise(layout) ?? null));
+  return d ?? ((data, at, bytes) => decodeRegisters(data, layout, at, bytes));
+}
+
+const specialised = new Map<string, Decoder | null>();
+
+function specialise(layout: ValueLayout): Decoder | undefined {
   const { dataType, valueType } = layout;
-  const generic: Decoder = (data, at, bytes) => decodeRegisters(data, layout, at, bytes);
-  if (!ALLOWED_DATA_TYPES[valueType].includes(dataType)) return generic;
+  if (!ALLOWED_DATA_TYPES[valueType].includes(dataType)) return undefined;
   if (dataType === 'INT16' || dataType === 'UINT16') {
     const signed = dataType === 'INT16';
     const word = (d: Buffer, at: number) => (signed ? (((d[at]! << 8) | d[at + 1]!) << 16) >> 16 : (d[at]! << 8) | d[at + 1]!);
     if (valueType === 'INTEGER') return (d, at) => ({ type: 'INTEGER', value: word(d, at) });
     if (valueType === 'BOOLEAN') return (d, at) => ({ type: 'BOOLEAN', value: word(d, at) !== 0 });
     if (valueType === 'LONG') return (d, at) => ({ type: 'LONG', value: BigInt(word(d, at)) });
-    return generic;
+    return undefined;
   }
   if (dataType === 'INT32' || dataType === 'UINT32') {
     const [a, b, c, e] = ORDER32[layout.order];
@@ -150,7 +161,7 @@ export function decoderFor(layout: ValueLayout): Decoder {
     if (valueType === 'INTEGER') return (d, at) => ({ type: 'INTEGER', value: int32(d, at) });
     if (valueType === 'LONG') return dataType === 'INT32' ? (d, at) => ({ type: 'LONG', value: BigInt(int32(d, at)) }) : (d, at) => ({ type: 'LONG', value: BigInt(int32(d, at) >>> 0) });
   }
-  return generic;
+  return undefined;
 }
 
 const RANGE: Record<string, [bigint, bigint]> = {
