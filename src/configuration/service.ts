@@ -3,6 +3,7 @@
 // written atomically and applied live through the daemon's reload path; nothing half-applied.
 
 import path from 'node:path';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Problem } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import type { Logger } from '../log.js';
@@ -11,10 +12,34 @@ import { applyLayer, ASSET_FACTORY, componentsOf, eachComponent, emptyLayer, loc
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 
+/**
+ * A configuration as written (the image file, the effective configuration) kept as deflated JSON
+ * text: only configuration/v2 and changes read it, while the running components use the validated
+ * configuration. The parsed objects (several per channel) are made again when asked for once the
+ * garbage collector has taken them; until then the same object is returned.
+ */
+export class Packed {
+  private readonly bytes: Buffer;
+  private ref: WeakRef<Raw>;
+
+  constructor(raw: Raw) {
+    this.bytes = deflateRawSync(JSON.stringify(raw), { level: 1 });
+    this.ref = new WeakRef(raw);
+  }
+
+  get raw(): Raw {
+    let r = this.ref.deref();
+    if (!r) this.ref = new WeakRef((r = JSON.parse(inflateRawSync(this.bytes).toString()) as Raw));
+    return r;
+  }
+}
+
 export interface Loaded extends LoadResult {
-  image: Raw;
+  readonly image: Raw;
   layer: Layer;
-  effective: Raw;
+  readonly effective: Raw;
+  /** The image and the effective configuration as kept (the same when there is no runtime layer). */
+  packed: { image: Packed; effective: Packed };
   /** Why the runtime layer was not applied (the daemon then runs the image's configuration). */
   layerProblems: Problem[];
   store?: ConfigStore;
@@ -24,31 +49,45 @@ export interface Loaded extends LoadResult {
  * Reads the image file and the runtime layer (`layer`, else the one in dataDir/config) and validates
  * them together: check-config, start, SIGHUP, and every change (`image` given: no file read).
  */
-export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Raw): Loaded {
+export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Packed): Loaded {
   const abs = path.resolve(file);
   const validate = (raw: unknown) => validateConfig(raw, registry, path.dirname(abs), abs);
-  const img = image ? { raw: image, problems: [] } : readConfigFile(abs);
+  const img = image ? { raw: image.raw, problems: [] } : readConfigFile(abs);
   const raw = img.raw as Raw;
-  const out: Loaded = { ...(img.problems.length ? { config: undefined as unknown as Config, problems: img.problems } : validate(raw)), image: raw, layer: emptyLayer(), effective: raw, layerProblems: [] };
-  if (errorsOf(out.problems).length > 0) return out;
-  const store = (out.store = new ConfigStore(out.config.dataDir));
+  const res: LoadResult = img.problems.length ? { config: undefined as unknown as Config, problems: img.problems } : validate(raw);
+  if (errorsOf(res.problems).length > 0) return loaded(res, raw);
+  const store = new ConfigStore(res.config.dataDir);
   try {
     layer ??= store.readLayer();
   } catch (err) {
-    out.layerProblems.push({ path: store.dir, message: (err as Error).message });
-    return out;
+    return loaded(res, raw, emptyLayer(), [{ path: store.dir, message: (err as Error).message }], store);
   }
   // No runtime layer (the usual case): the image is the effective configuration, validated once
   // already; no second copy and no second validation (a large asset configuration costs both).
-  if (layerIsEmpty(layer)) return { ...out, layer, store };
+  if (layerIsEmpty(layer)) return loaded(res, image ?? raw, layer, [], store);
   const effective = applyLayer(raw, layer);
-  const res = validate(effective);
-  const errors = errorsOf(res.problems);
-  if (errors.length > 0) {
-    out.layerProblems = errors.map((e) => ({ ...e, message: `${locate(e.path, effective)}: ${e.message}` }));
-    return out;
-  }
-  return { ...res, image: raw, layer, effective, layerProblems: [], store };
+  const next = validate(effective);
+  const errors = errorsOf(next.problems);
+  if (errors.length > 0) return loaded(res, image ?? raw, emptyLayer(), errors.map((e) => ({ ...e, message: `${locate(e.path, effective)}: ${e.message}` })), store);
+  return loaded(next, image ?? raw, layer, [], store, effective);
+}
+
+function loaded(res: LoadResult, image: Raw | Packed | undefined, layer = emptyLayer(), layerProblems: Problem[] = [], store?: ConfigStore, effective?: Raw): Loaded {
+  const img = image === undefined || image instanceof Packed ? image : new Packed(image);
+  const packed = { image: img!, effective: effective ? new Packed(effective) : img! };
+  return {
+    ...res,
+    layer,
+    layerProblems,
+    store,
+    packed,
+    get image() {
+      return packed.image?.raw;
+    },
+    get effective() {
+      return packed.effective?.raw;
+    },
+  };
 }
 
 const layerIsEmpty = (l: Layer): boolean => l.deleted.length === 0 && Object.keys(l.components).length === 0;
@@ -133,7 +172,7 @@ export class ConfigurationService {
   async change(mutate: (layer: Layer) => void, takeSnapshot: boolean): Promise<string | undefined> {
     const layer = structuredClone(this.state.layer);
     mutate(layer);
-    const next = loadEffective(this.opts.file, this.registry, layer, this.state.image);
+    const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image);
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });

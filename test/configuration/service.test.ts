@@ -3,6 +3,8 @@
 // component at a time, with the same content as before.
 import t from 'tap';
 import fs from 'node:fs';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigurationService, loadEffective } from '../../src/configuration/service.js';
@@ -43,6 +45,32 @@ t.test('without a runtime layer the image is the effective configuration, valida
   t.not(l2.effective, l2.image);
   t.equal(l2.config.assets.find((a) => a.pid === 'plc')?.pollInterval, 250);
   t.equal((l2.image.assets as any).plc['poll.interval'], 1000, 'the image is left as it was');
+});
+
+t.test('the configuration as written is not kept parsed: it is made again, equal to the file, when asked for', async (t) => {
+  const { file, registry } = setup(t);
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const written = JSON.parse(fs.readFileSync(file, 'utf8'));
+  for (const withLayer of [false, true]) {
+    if (withLayer) {
+      const store = new ConfigStore(path.join(path.dirname(file), 'data'));
+      store.open();
+      await store.writeLayer({ formatVersion: 1, components: { plc: { factoryPid: 'org.eclipse.kura.wire.WireAsset', props: { 'poll.interval': 250 } } }, deleted: [] });
+    }
+    const l = loadEffective(file, registry);
+    t.same(l.layerProblems, []);
+    const image = new WeakRef(l.image);
+    const effective = new WeakRef(l.effective);
+    t.equal(l.image, image.deref(), 'the same object while it is in use');
+    await new Promise((r) => setTimeout(r, 1));
+    gc();
+    t.equal(image.deref(), undefined, 'the parsed image is not kept');
+    t.equal(effective.deref(), undefined, 'the parsed effective configuration is not kept');
+    t.same(l.image, written, 'made again from what was kept');
+    t.equal((l.effective.assets as any).plc['poll.interval'], withLayer ? 250 : 1000);
+    t.equal(l.config.assets.find((a) => a.pid === 'plc')?.pollInterval, withLayer ? 250 : 1000);
+  }
 });
 
 t.test('the service takes over what the daemon was started with instead of reading the file again', async (t) => {
