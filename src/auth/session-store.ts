@@ -29,6 +29,12 @@ export class SessionStore {
   // Map iteration order is insertion order; `touch` re-inserts, so the first entry is the least
   // recently active one — eviction and expiry sweeps start there.
   private sessions = new Map<string, Session>();
+  /**
+   * The id inserted last (the most recently active session), when known: touching it again leaves
+   * the order as it is, so it is not re-inserted (a delete and a set per request made V8 shrink and
+   * regrow the map's table).
+   */
+  private newest: string | undefined;
   /** Sessions per identity. */
   private counts = new Map<string, number>();
 
@@ -72,6 +78,7 @@ export class SessionStore {
       lastActivity: this.now(),
     };
     this.sessions.set(s.id, s);
+    this.newest = s.id;
     this.counts.set(user, (this.counts.get(user) ?? 0) + 1);
     return s;
   }
@@ -92,13 +99,16 @@ export class SessionStore {
 
   touch(s: Session): void {
     s.lastActivity = this.now();
+    if (s.id === this.newest) return;
     this.sessions.delete(s.id);
     this.sessions.set(s.id, s);
+    this.newest = s.id;
   }
 
   invalidate(s: Session | string): void {
     const found = this.sessions.get(typeof s === 'string' ? s : s.id);
     if (!found || !this.sessions.delete(found.id)) return;
+    if (found.id === this.newest) this.newest = undefined;
     const n = this.counts.get(found.user)! - 1;
     if (n > 0) this.counts.set(found.user, n);
     else this.counts.delete(found.user);
