@@ -120,9 +120,46 @@ export interface AssetRuntimeOptions {
 const READ_EXPECTED = 'Channel type not within expected types (READ or READ_WRITE)';
 const WRITE_EXPECTED = 'Channel type not within expected types (WRITE or READ_WRITE)';
 
-interface PendingCall {
-  deadline: number;
-  fail(): void;
+/**
+ * The driver calls in flight, oldest first: a list through the calls themselves, so a read adds and
+ * removes one without a Set's table growing and shrinking (V8 reallocates it when it empties).
+ */
+class PendingCalls {
+  private first: DriverCall | undefined;
+  private last: DriverCall | undefined;
+  size = 0;
+
+  add(c: DriverCall): void {
+    c.prev = this.last;
+    c.next = undefined;
+    if (this.last) this.last.next = c;
+    else this.first = c;
+    this.last = c;
+    c.listed = true;
+    this.size++;
+  }
+
+  /** False when the call was not in the list (already settled). */
+  delete(c: DriverCall): boolean {
+    if (!c.listed) return false;
+    c.listed = false;
+    if (c.prev) c.prev.next = c.next;
+    else this.first = c.next;
+    if (c.next) c.next.prev = c.prev;
+    else this.last = c.prev;
+    c.prev = c.next = undefined;
+    this.size--;
+    return true;
+  }
+
+  /** Calls `fn` for each call in the list, oldest first; `fn` may settle (remove) the call. */
+  each(fn: (c: DriverCall) => void): void {
+    for (let c = this.first; c; ) {
+      const next = c.next;
+      fn(c);
+      c = next;
+    }
+  }
 }
 
 const failAll = (n: number, error: string): ChannelResult[] => new Array(n).fill({ ok: false, error });
@@ -131,13 +168,17 @@ const failAll = (n: number, error: string): ChannelResult[] => new Array(n).fill
  * One driver call of callDriver, settled once: by the driver's answer, its failure or the watchdog.
  * A class rather than closures: every REST read makes one.
  */
-class DriverCall implements PendingCall {
+class DriverCall {
   readonly promise: Promise<ChannelResult[]>;
   readonly deadline: number;
   private resolve!: (res: ChannelResult[]) => void;
+  /** Links of PendingCalls. */
+  prev: DriverCall | undefined;
+  next: DriverCall | undefined;
+  listed = false;
 
   constructor(
-    private readonly pending: Set<PendingCall>,
+    private readonly pending: PendingCalls,
     private readonly log: Logger,
     private readonly asset: AssetConfig,
     private readonly n: number,
@@ -147,7 +188,7 @@ class DriverCall implements PendingCall {
     this.promise = new Promise<ChannelResult[]>((resolve) => (this.resolve = resolve));
   }
 
-  /** A call is pending exactly while it is in the set: the first outcome settles it. */
+  /** A call is pending exactly while it is in the list: the first outcome settles it. */
   private settle(res: ChannelResult[]): void {
     if (this.pending.delete(this)) this.resolve(res);
   }
@@ -185,7 +226,7 @@ export class AssetRuntime implements AssetService {
   // (and so one bus transaction). Keyed by the config object, so a reload never joins a stale read.
   private inflight = new WeakMap<AssetConfig, Map<string, Promise<ChannelResult[]>>>();
   private stopped = false;
-  private pendingCalls = new Set<PendingCall>();
+  private pendingCalls = new PendingCalls();
   private watchdog: NodeJS.Timeout | undefined;
   private readonly callTimeoutMs: number;
 
@@ -353,9 +394,9 @@ export class AssetRuntime implements AssetService {
     // Not unref'd while calls are pending: a caller is waiting on them.
     this.watchdog = setInterval(() => {
       const now = Date.now();
-      for (const call of this.pendingCalls) {
+      this.pendingCalls.each((call) => {
         if (now >= call.deadline) call.fail();
-      }
+      });
       if (this.pendingCalls.size === 0) {
         clearInterval(this.watchdog);
         this.watchdog = undefined;
@@ -447,7 +488,7 @@ export class AssetRuntime implements AssetService {
     this.pollTimers.clear();
     await this.drivers.close();
     // Calls into drivers that were just closed may never settle: answer their callers now.
-    for (const call of [...this.pendingCalls]) call.fail();
+    this.pendingCalls.each((call) => call.fail());
     clearInterval(this.watchdog);
     this.watchdog = undefined;
   }
