@@ -221,7 +221,7 @@ export class AssetRuntime implements AssetService {
   private pollListeners = new Set<(pid: string, records: ChannelRecord[]) => void>();
   private pollStates = new Map<string, PollState>();
   /** What a poll cycle reads, per asset configuration: read(pid)'s channels, worked out once. */
-  private pollPlans = new WeakMap<AssetConfig, { channels: ChannelConfig[]; key: string }>();
+  private pollPlans = new WeakMap<AssetConfig, { channels: ChannelConfig[]; key: string; pending?: Promise<ChannelResult[]> }>();
   // Single flight: identical reads of the same asset configuration in flight share one driver call
   // (and so one bus transaction). Keyed by the config object, so a reload never joins a stale read.
   private inflight = new WeakMap<AssetConfig, Map<string, Promise<ChannelResult[]>>>();
@@ -315,6 +315,22 @@ export class AssetRuntime implements AssetService {
   }
 
   private sharedRead(asset: AssetConfig, channels: ChannelConfig[], key = channels.map((c) => c.name).join('\u0000')): Promise<ChannelResult[]> {
+    // A read of the whole asset (polls, GET _read) keeps its call on the plan: no map entry made
+    // and removed per read.
+    const plan = this.pollPlans.get(asset);
+    if (plan !== undefined && plan.key === key) {
+      if (plan.pending) return plan.pending;
+      // The same channels asked for by name just before the plan existed.
+      const named = this.inflight.get(asset)?.get(key);
+      if (named) return named;
+      const p = this.callDriver(asset, (d) => d.read(channels), channels.length);
+      plan.pending = p;
+      const done = () => {
+        if (plan.pending === p) plan.pending = undefined;
+      };
+      p.then(done, done);
+      return p;
+    }
     let byKey = this.inflight.get(asset);
     if (!byKey) this.inflight.set(asset, (byKey = new Map()));
     const pending = byKey.get(key);
