@@ -103,8 +103,8 @@ function checkAllowedPorts(h: HttpConfig, rest: RestConfig, p: Problem[]): void 
   }
 }
 
-/** Reads and parses a configuration file; a read or syntax error becomes one problem. */
-export function readConfigFile(file: string): { raw?: unknown; problems: Problem[] } {
+/** Reads and parses a configuration file (`text`: as read); a read or syntax error becomes one problem. */
+export function readConfigFile(file: string): { raw?: unknown; text?: string; problems: Problem[] } {
   const abs = path.resolve(file);
   let text: string;
   try {
@@ -114,7 +114,7 @@ export function readConfigFile(file: string): { raw?: unknown; problems: Problem
     return { problems: [{ path: '', message: `cannot read ${abs}: ${e.code ?? e.message}`, severity: 'error' }] };
   }
   try {
-    return { raw: JSON.parse(text), problems: [] };
+    return { raw: JSON.parse(text), text, problems: [] };
   } catch (err) {
     // Where, as an editor shows it: line and column (1-based) of the offending character.
     const msg = (err as Error).message.replace(/\s*\(line \d+ column \d+\)$/, '');

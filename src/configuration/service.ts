@@ -22,8 +22,9 @@ export class Packed {
   private readonly bytes: Buffer;
   private ref: WeakRef<Raw>;
 
-  constructor(raw: Raw) {
-    this.bytes = deflateRawSync(JSON.stringify(raw), { level: 1 });
+  /** `text`: the JSON text `raw` was parsed from, when at hand. */
+  constructor(raw: Raw, text = JSON.stringify(raw)) {
+    this.bytes = deflateRawSync(text, { level: 1 });
     this.ref = new WeakRef(raw);
   }
 
@@ -52,15 +53,19 @@ export interface Loaded extends LoadResult {
 export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Packed): Loaded {
   const abs = path.resolve(file);
   const validate = (raw: unknown) => validateConfig(raw, registry, path.dirname(abs), abs);
-  const img = image ? { raw: image.raw, problems: [] } : readConfigFile(abs);
+  let img: { raw?: unknown; text?: string; problems: Problem[] } = image ? { raw: image.raw, problems: [] } : readConfigFile(abs);
   const raw = img.raw as Raw;
-  const res: LoadResult = img.problems.length ? { config: undefined as unknown as Config, problems: img.problems } : validate(raw);
-  if (errorsOf(res.problems).length > 0) return loaded(res, raw);
+  // Packed from the text as read, then the text let go: it is not held while the configuration is validated.
+  image ??= img.text === undefined ? undefined : new Packed(raw, img.text);
+  const problems = img.problems;
+  img = { problems };
+  const res: LoadResult = problems.length ? { config: undefined as unknown as Config, problems } : validate(raw);
+  if (errorsOf(res.problems).length > 0) return loaded(res, image ?? raw);
   const store = new ConfigStore(res.config.dataDir);
   try {
     layer ??= store.readLayer();
   } catch (err) {
-    return loaded(res, raw, emptyLayer(), [{ path: store.dir, message: (err as Error).message }], store);
+    return loaded(res, image ?? raw, emptyLayer(), [{ path: store.dir, message: (err as Error).message }], store);
   }
   // No runtime layer (the usual case): the image is the effective configuration, validated once
   // already; no second copy and no second validation (a large asset configuration costs both).
