@@ -5,7 +5,7 @@
 import type { Problem } from '../config/schema.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import { any, bool, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, unknownKey, warning } from '../config/schema.js';
-import { CHANNEL_MODES, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
+import { CHANNEL_MODES, SPEC, SPEC_OF, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
 
 export interface DriverInstanceConfig {
   id: string;
@@ -98,6 +98,9 @@ function validateChannel(
     offset: raw.offset === undefined ? 0 : num()(raw.offset, at('offset'), p),
     deadband: raw.deadband === undefined ? 0 : num({ min: 0 })(raw.deadband, at('deadband'), p),
     driverProps,
+    // Slots for the driver's parsed spec (channelSpecs): in the object (16 bytes), not added later.
+    [SPEC_OF]: undefined,
+    [SPEC]: undefined,
   };
   // No `unit` in descriptions and records when none is configured (docs/configuration.md); an
   // explicit "" is configured (Kura's descriptor shows "unit":"").

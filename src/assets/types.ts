@@ -20,6 +20,9 @@ export type TypedValue =
   | { type: 'STRING'; value: string }
   | { type: 'BYTE_ARRAY'; value: Buffer };
 
+export const SPEC_OF: unique symbol = Symbol('specOf');
+export const SPEC: unique symbol = Symbol('spec');
+
 /** A channel as configured (generic Kura properties plus the driver's own, untouched). */
 export interface ChannelConfig {
   name: string;
@@ -33,6 +36,9 @@ export interface ChannelConfig {
   deadband: number;
   /** Driver-specific channel properties (everything that is not a generic key). */
   driverProps: Record<string, unknown>;
+  /** The driver's parse of driverProps and who made it (drivers/props.ts channelSpecs); symbols: not in JSON. */
+  [SPEC_OF]?: object;
+  [SPEC]?: unknown;
 }
 
 export interface AssetConfig {

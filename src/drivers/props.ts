@@ -5,7 +5,7 @@
 // the configuration check accepts is exactly what the driver runs with. Readers never throw, whatever
 // the input: a bad value is reported and replaced by the key's default.
 
-import type { ChannelConfig } from '../assets/types.js';
+import { SPEC, SPEC_OF, type ChannelConfig } from '../assets/types.js';
 import type { AttributeDef, Problem } from './driver.js';
 
 /**
@@ -108,25 +108,39 @@ export function channelName(path: string): string {
   return at >= 0 ? path.slice(at + 'channels.'.length) : path.slice(path.lastIndexOf('.') + 1);
 }
 
-export type ChannelSpec<T> = { spec: T } | { error: string };
+/** Why a channel has no spec: its keys and what is wrong with them. */
+export class SpecError {
+  constructor(readonly error: string) {}
+}
+
+/** A channel's spec, or a {@link SpecError}. */
+export type ChannelSpec<T> = T | SpecError;
 
 /**
  * A driver's channel specs, parsed once per channel object (polling passes the same objects every
- * cycle). A channel whose properties have errors gets `{ error }`: its keys and what is wrong, so
- * the read or write of that channel fails alone with a message naming the key to fix.
+ * cycle). A channel whose properties have errors gets a SpecError: its keys and what is wrong, so
+ * the read or write of that channel fails alone with a message naming the key to fix. The spec is
+ * kept on the channel object (symbol keys, not in its JSON, marked with whose it is): no map entry
+ * or wrapper per channel.
  */
 export function channelSpecs<T>(parse: (ch: ChannelConfig, path: string) => Parsed<T>): (ch: ChannelConfig) => ChannelSpec<T> {
-  const cache = new WeakMap<ChannelConfig, ChannelSpec<T>>();
+  const mine = {};
+  // Channels whose slot another driver instance took (e.g. one made before a reload): the spec's
+  // identity must stay the same for this driver (a driver may keep state on it).
+  let others: WeakMap<ChannelConfig, ChannelSpec<T>> | undefined;
   return (ch) => {
-    let s = cache.get(ch);
-    if (!s) {
-      const prefix = `channels.${ch.name}`;
-      const { value, problems } = parse(ch, prefix);
-      s = hasErrors(problems)
-        ? { error: problems.filter((p) => p.severity !== 'warning').map((p) => `${p.path.slice(prefix.length + 1)}: ${p.message}`).join('; ') }
-        : { spec: value };
-      cache.set(ch, s);
-    }
+    if (ch[SPEC_OF] === mine) return ch[SPEC] as ChannelSpec<T>;
+    let s = others?.get(ch);
+    if (s !== undefined) return s;
+    const prefix = `channels.${ch.name}`;
+    const { value, problems } = parse(ch, prefix);
+    s = hasErrors(problems)
+      ? new SpecError(problems.filter((p) => p.severity !== 'warning').map((p) => `${p.path.slice(prefix.length + 1)}: ${p.message}`).join('; '))
+      : value;
+    if (ch[SPEC_OF] === undefined) {
+      ch[SPEC_OF] = mine;
+      ch[SPEC] = s;
+    } else (others ??= new WeakMap()).set(ch, s);
     return s;
   };
 }

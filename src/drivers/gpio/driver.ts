@@ -4,7 +4,7 @@
 
 import type { ChannelConfig, TypedValue, ValueType } from '../../assets/types.js';
 import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
-import { channelSpecs, type ChannelSpec } from '../props.js';
+import { channelSpecs, SpecError, type ChannelSpec } from '../props.js';
 import { parseChannel, type GpioChannelSpec, type GpioInstanceConfig } from './config.js';
 import { ChardevGpio } from './chardev.js';
 import { GpioError, SysfsGpio } from './sysfs.js';
@@ -56,8 +56,8 @@ export class GpioDriver implements Driver {
   /** The channel's line set-up, or the reason it has none. */
   private plan(ch: ChannelConfig): GpioChannelSpec | string {
     const s = this.spec(ch);
-    if (!('spec' in s)) return s.error;
-    return s.spec.unset ?? s.spec;
+    if (s instanceof SpecError) return s.error;
+    return s.unset ?? s;
   }
 
   private async getValue(p: GpioChannelSpec): Promise<boolean> {

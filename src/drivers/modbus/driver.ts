@@ -5,7 +5,7 @@
 import type { ChannelConfig } from '../../assets/types.js';
 import { removeScaleOffset } from '../../assets/scaling.js';
 import { closedResults, type ChannelResult, type DeviceStatus, type Driver, type WriteRequest } from '../driver.js';
-import { channelSpecs, type ChannelSpec } from '../props.js';
+import { channelSpecs, SpecError, type ChannelSpec } from '../props.js';
 import type { ModbusClient, RequestOptions } from './client.js';
 import { parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
 import { exceptionName, isBitTable, MAX_WRITE_BITS, MAX_WRITE_REGISTERS, type Table } from './constants.js';
@@ -80,7 +80,7 @@ export class ModbusDriverImpl implements ModbusDriver {
       const items: ReadItem[] = [];
       channels.forEach((ch, index) => {
         const s = this.spec(ch);
-        if ('spec' in s) items.push({ index, spec: s.spec, decode: decoderFor(s.spec) });
+        if (!(s instanceof SpecError)) items.push({ index, spec: s, decode: decoderFor(s) });
         else invalid.push([index, { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` }]);
       });
       this.lastPlan = plan = { channels, blocks: planReads(items, this.config.maxGap), invalid };
@@ -177,8 +177,8 @@ export class ModbusDriverImpl implements ModbusDriver {
 
   private encode({ channel, value }: WriteRequest, index: number): WriteItem | { error: string } {
     const s = this.spec(channel);
-    if (!('spec' in s)) return { error: `Invalid Modbus channel configuration: ${s.error}` };
-    const spec: ModbusChannelSpec = s.spec;
+    if (s instanceof SpecError) return { error: `Invalid Modbus channel configuration: ${s.error}` };
+    const spec: ModbusChannelSpec = s;
     const what = range(spec.table, spec.address, spec.count);
     // Kura's driver: discrete inputs and input registers cannot be written.
     if (spec.table === 'DISCRETE_INPUTS' || spec.table === 'INPUT_REGISTERS') return { error: `${spec.table} cannot be written (${what})` };

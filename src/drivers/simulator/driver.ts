@@ -7,7 +7,7 @@
 import type { ChannelConfig, TypedValue } from '../../assets/types.js';
 import { fromNumber } from '../../assets/values.js';
 import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
-import { channelSpecs, type ChannelSpec } from '../props.js';
+import { channelSpecs, SpecError, type ChannelSpec } from '../props.js';
 import { parseChannel, type SimulatorChannelSpec } from './config.js';
 
 export class SimulatorDriver implements Driver {
@@ -41,7 +41,7 @@ export class SimulatorDriver implements Driver {
   /** Waits for the slowest channel of the batch, like a slow device on a bus (no wait, no promise, for none). */
   private latency(specs: ChannelSpec<SimulatorChannelSpec>[]): Promise<void> | undefined {
     let ms = 0;
-    for (const s of specs) if ('spec' in s && s.spec.delay > ms) ms = s.spec.delay;
+    for (const s of specs) if (!(s instanceof SpecError) && s.delay > ms) ms = s.delay;
     return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : undefined;
   }
 
@@ -53,7 +53,7 @@ export class SimulatorDriver implements Driver {
     const timestamp = Date.now();
     return channels.map((ch, i) => {
       const s = specs[i];
-      return 'spec' in s ? { ok: true, value: this.produce(ch, s.spec), timestamp } : { ok: false, error: `Invalid simulator channel configuration: ${s.error}` };
+      return s instanceof SpecError ? { ok: false, error: `Invalid simulator channel configuration: ${s.error}` } : { ok: true, value: this.produce(ch, s), timestamp };
     });
   }
 
@@ -65,8 +65,8 @@ export class SimulatorDriver implements Driver {
     const timestamp = Date.now();
     return requests.map((r, i) => {
       const s = specs[i];
-      if (!('spec' in s)) return { ok: false, error: `Invalid simulator channel configuration: ${s.error}` };
-      if (s.spec.simulation !== 'memory') return { ok: false, error: `Simulated channel ${r.channel.name} (${s.spec.simulation}) is not writable` };
+      if (s instanceof SpecError) return { ok: false, error: `Invalid simulator channel configuration: ${s.error}` };
+      if (s.simulation !== 'memory') return { ok: false, error: `Simulated channel ${r.channel.name} (${s.simulation}) is not writable` };
       this.memory.set(r.channel.name, r.value);
       return { ok: true, value: r.value, timestamp };
     });
