@@ -86,7 +86,7 @@ export interface ServerLimits {
   /** Time to receive the whole request (uploads included). */
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
-  /** Idle socket timeout. */
+  /** A connection that moves no byte either way for this long is closed (checked by one sweep, idleSweep()). */
   socketTimeoutMs: number;
   maxHeaderSize: number;
   /** Open connections over all listeners; beyond it the oldest unproven one is dropped (shed()). */
@@ -114,6 +114,9 @@ interface Conn {
   busy: boolean;
   /** The client's address prefix (addressPrefix). */
   from: string;
+  /** Bytes read + written at the last idle sweep, and when they last changed (idleSweep()). */
+  bytes: number;
+  moved: number;
 }
 const CONN = Symbol('conn');
 type Tracked = Socket & { [CONN]?: Conn; _parent?: Tracked };
@@ -128,6 +131,7 @@ export class HttpServer {
   /** Open connections per address prefix. */
   private perPrefix = new Map<string, number>();
   readonly bodyGate: BodyGate;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly log: Logger,
@@ -215,7 +219,9 @@ export class HttpServer {
       server.headersTimeout = this.limits.headersTimeoutMs;
       server.requestTimeout = this.limits.requestTimeoutMs;
       server.keepAliveTimeout = this.limits.keepAliveTimeoutMs;
-      server.setTimeout(this.limits.socketTimeoutMs);
+      // No per-socket idle timer (server.setTimeout): Node would make a new timer for every request
+      // and move it on every read and write; idleSweep() looks at all connections a few times per period.
+      this.sweeper ??= setInterval(() => this.idleSweep(), Math.max(50, this.limits.socketTimeoutMs / 4)).unref();
       server.on('request', (req, res) => this.handle(req, res, info));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
         // Malformed request lines/headers, header timeouts: answer 400/408/431 if we still can.
@@ -228,7 +234,7 @@ export class HttpServer {
       server.on('connection', (s: Tracked) => {
         s.setNoDelay(true);
         if (this.sockets.size >= this.limits.maxConnections) this.shed();
-        const c: Conn = { served: false, busy: false, from: addressPrefix(s.remoteAddress ?? '') };
+        const c: Conn = { served: false, busy: false, from: addressPrefix(s.remoteAddress ?? ''), bytes: 0, moved: Date.now() };
         s[CONN] = c;
         this.sockets.set(s, c);
         this.perPrefix.set(c.from, (this.perPrefix.get(c.from) ?? 0) + 1);
@@ -251,6 +257,20 @@ export class HttpServer {
       if (addr && typeof addr === 'object') info.port = addr.port;
       this.servers.push({ server, info, tls: tlsOpts });
       this.log.info('listening', { port: info.port, tls: info.secure, clientAuth: info.clientAuth, host });
+    }
+  }
+
+  /**
+   * Closes connections that moved no byte either way for `socketTimeoutMs` (a client that stopped
+   * reading its answer or sending its request, a handler that never answers), within a quarter of
+   * that period. Idle keep-alive connections and unfinished headers have Node's own, shorter limits.
+   */
+  private idleSweep(): void {
+    const now = Date.now();
+    for (const [s, c] of this.sockets) {
+      const bytes = s.bytesRead + s.bytesWritten;
+      if (bytes !== c.bytes) (c.bytes = bytes), (c.moved = now);
+      else if (now - c.moved >= this.limits.socketTimeoutMs) s.destroy();
     }
   }
 
@@ -383,6 +403,8 @@ export class HttpServer {
   async close(graceMs = 3000): Promise<void> {
     const servers = this.servers.map((s) => s.server);
     this.servers = [];
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
     const allClosed = Promise.all(servers.map((server) => new Promise<void>((r) => server.close(() => r()))));
     const sweep = () => {
       for (const server of servers) server.closeIdleConnections?.();

@@ -52,6 +52,7 @@ async function startServer(t: any, specs: { port: number; kind: 'http' | 'https'
     await new Promise((r) => setTimeout(r, 400));
     ctx.json(200, { done: true });
   });
+  server.route('GET', '/hang', json, () => new Promise<void>(() => {}));
   await server.listen(specs, '127.0.0.1', material);
   t.teardown(() => server.close(0));
   const ports = { http: [] as number[], https: [] as number[], clientAuth: [] as number[] };
@@ -161,6 +162,33 @@ t.test('a slow client (slowloris) is cut off by the header timeout', async (t) =
   });
   t.match(answer, /^HTTP\/1\.1 408/);
   t.ok(Date.now() - start < 5000, 'closed well before the socket timeout');
+});
+
+t.test('a connection that moves no byte for the socket timeout is closed; one in use is kept', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }], undefined, { ...DEFAULT_LIMITS, socketTimeoutMs: 600 });
+  // A handler that never answers: the connection is closed, without an answer.
+  const answer = await new Promise<string>((resolve) => {
+    const s = net.connect(ports.http[0], '127.0.0.1', () => s.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n'));
+    let data = '';
+    s.on('data', (d) => (data += d));
+    s.on('close', () => resolve(data));
+    s.on('error', () => {});
+  });
+  t.equal(answer, '', 'closed without an answer');
+  // A keep-alive connection sending a request every 50 ms for four periods stays open.
+  const s = net.connect(ports.http[0], '127.0.0.1');
+  s.on('error', () => {});
+  let closed = false;
+  let answers = 0;
+  s.on('close', () => (closed = true));
+  s.on('data', (d) => (answers += (String(d).match(/HTTP\/1\.1 200/g) ?? []).length));
+  for (let i = 0; i < 48 && !closed; i++) {
+    s.write('GET /whoami HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.notOk(closed, 'the busy connection was kept');
+  t.ok(answers > 0, `answers on it: ${answers}`);
+  s.destroy();
 });
 
 t.test('graceful close lets an in-flight request finish', async (t) => {
