@@ -66,6 +66,18 @@ export function kuraSha256(password: string): string {
   return crypto.createHash('sha256').update(password, 'utf8').digest('base64');
 }
 
+/**
+ * Constant-time equality of two strings compared by UTF-16 code unit, without the two buffers
+ * safeEqual() makes (the XSRF token on every session request). No early exit at the first
+ * difference; a length difference alone makes them unequal (length is not secret).
+ */
+export function safeEqualText(a: string, b: string): boolean {
+  let d = a.length ^ b.length;
+  // Past the end of a shorter `b`, charCodeAt is NaN and `x ^ NaN` is x: `d` is already non-zero then.
+  for (let i = 0; i < a.length; i++) d |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return d === 0;
+}
+
 /** Constant-time equality of two byte strings (length is not secret: both sides are fixed-size). */
 export function safeEqual(a: Buffer | string, b: Buffer | string): boolean {
   const x = typeof a === 'string' ? Buffer.from(a, 'utf8') : a;

@@ -5,7 +5,7 @@ import { BasicCache, parseBasic } from '../../src/auth/basic.js';
 import { cookieValue, parseCookies } from '../../src/auth/layer.js';
 import { commonName } from '../../src/auth/providers/certificate.js';
 import { passwordFailures } from '../../src/auth/password-policy.js';
-import { PasswordHasher, hashKind, kuraSha256, needsRehash, safeEqual } from '../../src/auth/password-hash.js';
+import { PasswordHasher, hashKind, kuraSha256, needsRehash, safeEqual, safeEqualText } from '../../src/auth/password-hash.js';
 import { SessionStore } from '../../src/auth/session-store.js';
 import { LoginThrottle } from '../../src/auth/throttle.js';
 import { gsonJson } from '../../src/api/session.js';
@@ -116,6 +116,14 @@ t.test('password hashes', async (t) => {
   t.ok(safeEqual('abc', 'abc'));
   t.notOk(safeEqual('abc', 'abd'));
   t.notOk(safeEqual('abc', 'abcd'));
+  t.ok(safeEqualText('8f4652ab-118a', '8f4652ab-118a'));
+  t.notOk(safeEqualText('8f4652ab-118a', '8f4652ab-118b'), 'last character differs');
+  t.notOk(safeEqualText('xf4652ab-118a', '8f4652ab-118a'), 'first character differs');
+  t.notOk(safeEqualText('abc', 'abcd'), 'shorter');
+  t.notOk(safeEqualText('abcd', 'abc'), 'longer');
+  t.notOk(safeEqualText('', 'a'));
+  t.ok(safeEqualText('', ''));
+  t.notOk(safeEqualText('\ud800', '\udc00'), 'lone surrogates compared by code unit');
 });
 
 t.test('session store: bound, LRU eviction, expiry strictly greater than the interval', async (t) => {

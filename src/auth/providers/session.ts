@@ -2,7 +2,7 @@
 // request but `xsrfToken`, expiry, the lock of a session that must change its password, the
 // identity's credentials unchanged since login. A session that fails expiry or credentials is ended.
 
-import { safeEqual } from '../password-hash.js';
+import { safeEqualText } from '../password-hash.js';
 import type { IdentityStore } from '../identity-store.js';
 import type { SessionStore } from '../session-store.js';
 import type { AuthProvider, AuthRequest } from '../provider.js';
@@ -35,7 +35,7 @@ export function sessionProvider(deps: { sessions: SessionStore; identities: Iden
       if (!xsrfPath) {
         // A missing or wrong token neither authenticates nor refreshes nor ends the session.
         const token = req.headers[XSRF_HEADER];
-        if (typeof token !== 'string' || !safeEqual(token, s.xsrfToken)) return undefined;
+        if (typeof token !== 'string' || !safeEqualText(token, s.xsrfToken)) return undefined;
       }
       if (sessions.expired(s)) {
         sessions.invalidate(s);
