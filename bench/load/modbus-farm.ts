@@ -9,7 +9,7 @@
 //   → {"ports":[…]}, then per line on stdin {"cmd":"stats"} → {"requests":[…],"bad":n}
 
 import net from 'node:net';
-import readline from 'node:readline';
+import { serveCommands } from '../lib/commands.js';
 import { answer } from './modbus-answer.js';
 
 const devices = Number(process.argv[2] ?? 10);
@@ -46,13 +46,4 @@ function serve(i: number): Promise<number> {
 
 const ports = await Promise.all(Array.from({ length: devices }, (_, i) => serve(i)));
 process.stdout.write(JSON.stringify({ ports }) + '\n');
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
-  let cmd: { cmd?: string };
-  try {
-    cmd = JSON.parse(line);
-  } catch {
-    return;
-  }
-  if (cmd.cmd === 'stats') process.stdout.write(JSON.stringify({ requests, bad }) + '\n');
-});
-process.stdin.on('end', () => process.exit(0));
+serveCommands((cmd) => (cmd.cmd === 'stats' ? { requests, bad } : { error: `unknown command ${cmd.cmd}` }));

@@ -7,7 +7,7 @@
 //   {"cmd":"throughput","ms":T,"window":W}  W requests in flight for T ms → {"rps":x,"n":count}
 //   {"cmd":"sample"}                 one reply's payload → {"payload":"…"}
 
-import readline from 'node:readline';
+import { serveCommands } from '../lib/commands.js';
 import { BenchMqtt } from '../lib/mqtt.js';
 import { percentile } from '../lib/stats.js';
 
@@ -74,20 +74,9 @@ async function throughput(ms: number, window: number) {
 }
 
 process.stdout.write(JSON.stringify({ ready: true }) + '\n');
-readline.createInterface({ input: process.stdin }).on('line', async (line) => {
-  try {
-    const cmd = JSON.parse(line);
-    let out: object;
-    if (cmd.cmd === 'latency') out = await latency(cmd.n);
-    else if (cmd.cmd === 'throughput') out = await throughput(cmd.ms, cmd.window);
-    else if (cmd.cmd === 'sample') out = { payload: (await roundTrip()).toString() };
-    else out = { error: `unknown command ${cmd.cmd}` };
-    process.stdout.write(JSON.stringify(out) + '\n');
-  } catch (err) {
-    process.stdout.write(JSON.stringify({ error: (err as Error).message }) + '\n');
-  }
-});
-process.stdin.on('end', () => {
-  c.close();
-  process.exit(0);
-});
+serveCommands(async (cmd) => {
+  if (cmd.cmd === 'latency') return latency(cmd.n);
+  if (cmd.cmd === 'throughput') return throughput(cmd.ms, cmd.window);
+  if (cmd.cmd === 'sample') return { payload: (await roundTrip()).toString() };
+  return { error: `unknown command ${cmd.cmd}` };
+}, () => c.close());

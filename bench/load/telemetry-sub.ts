@@ -8,7 +8,7 @@
 //     {"cmd":"stats"} → {"messages","tags","errors","bytes","p50","p99","max","perAsset":{…}}
 
 import { performance } from 'node:perf_hooks';
-import readline from 'node:readline';
+import { serveCommands } from '../lib/commands.js';
 import { BenchMqtt } from '../lib/mqtt.js';
 import { Histogram, scanTelemetry } from '../lib/telemetry.js';
 
@@ -43,20 +43,13 @@ client.onMessage = (topic, payload) => {
 await client.subscribe(filter);
 process.stdout.write(JSON.stringify({ ready: true }) + '\n');
 
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
-  let cmd: { cmd?: string };
-  try {
-    cmd = JSON.parse(line);
-  } catch {
-    return;
-  }
+serveCommands((cmd) => {
   if (cmd.cmd === 'reset') {
     hist.reset();
     messages = tags = errors = bytes = 0;
     perAsset = {};
-    process.stdout.write(JSON.stringify({ ok: true }) + '\n');
-  } else if (cmd.cmd === 'stats') {
-    process.stdout.write(JSON.stringify({ messages, tags, errors, bytes, p50: hist.percentile(50), p99: hist.percentile(99), max: hist.max, perAsset }) + '\n');
+    return { ok: true };
   }
+  if (cmd.cmd === 'stats') return { messages, tags, errors, bytes, p50: hist.percentile(50), p99: hist.percentile(99), max: hist.max, perAsset };
+  return { error: `unknown command ${cmd.cmd}` };
 });
-process.stdin.on('end', () => process.exit(0));
