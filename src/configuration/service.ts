@@ -3,7 +3,6 @@
 // written atomically and applied live through the daemon's reload path; nothing half-applied.
 
 import path from 'node:path';
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Problem } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import type { Logger } from '../log.js';
@@ -11,26 +10,34 @@ import { errorsOf, readConfigFile, validateConfig, type Config, type LoadResult 
 import { applyLayer, ASSET_FACTORY, componentsOf, eachComponent, emptyLayer, locate, ocdOf, shownProps, type Component, type Layer, type Raw } from './model.js';
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
+import { lazyBuiltin } from '../core/builtin.js';
+
+const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
+/** Texts shorter than this are kept as they are: node:zlib (compiled at its first use) only for large configurations. */
+const PACK_FROM = 64 * 1024;
 
 /**
- * A configuration as written (the image file, the effective configuration) kept as deflated JSON
- * text: only configuration/v2 and changes read it, while the running components use the validated
+ * A configuration as written (the image file, the effective configuration) kept as JSON text,
+ * deflated when it is large: only configuration/v2 and changes read it, while the running components use the validated
  * configuration. The parsed objects (several per channel) are made again when asked for once the
  * garbage collector has taken them; until then the same object is returned.
  */
 export class Packed {
-  private readonly bytes: Buffer;
+  private readonly kept: Buffer | string;
   private ref: WeakRef<Raw>;
 
   /** `text`: the JSON text `raw` was parsed from, when at hand. */
   constructor(raw: Raw, text = JSON.stringify(raw)) {
-    this.bytes = deflateRawSync(text, { level: 1 });
+    this.kept = text.length < PACK_FROM ? text : zlib().deflateRawSync(text, { level: 1 });
     this.ref = new WeakRef(raw);
   }
 
   get raw(): Raw {
     let r = this.ref.deref();
-    if (!r) this.ref = new WeakRef((r = JSON.parse(inflateRawSync(this.bytes).toString()) as Raw));
+    if (!r) {
+      const text = typeof this.kept === 'string' ? this.kept : zlib().inflateRawSync(this.kept).toString();
+      this.ref = new WeakRef((r = JSON.parse(text) as Raw));
+    }
     return r;
   }
 }

@@ -7,7 +7,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigurationService, loadEffective } from '../../src/configuration/service.js';
+import { ConfigurationService, loadEffective, Packed } from '../../src/configuration/service.js';
 import { ConfigStore } from '../../src/configuration/store.js';
 import { componentsOf, eachComponent, type Component } from '../../src/configuration/model.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
@@ -70,6 +70,22 @@ t.test('the configuration as written is not kept parsed: it is made again, equal
     t.same(l.image, written, 'made again from what was kept');
     t.equal((l.effective.assets as any).plc['poll.interval'], withLayer ? 250 : 1000);
     t.equal(l.config.assets.find((a) => a.pid === 'plc')?.pollInterval, withLayer ? 250 : 1000);
+  }
+});
+
+t.test('a large configuration is kept deflated, a small one as its text; both are made again equal', async (t) => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const channels = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`c${i}`, { type: 'READ', 'value.type': 'INTEGER', 'memory.address': i }]));
+  for (const n of [10, 3000]) {
+    const text = JSON.stringify({ assets: { big: { 'driver.pid': 'mb', channels: channels(n) } } });
+    const packed = new Packed(JSON.parse(text), text);
+    const kept = (packed as unknown as { kept: Buffer | string }).kept;
+    if (n === 10) t.equal(kept, text, `${text.length} characters: kept as text`);
+    else t.ok(Buffer.isBuffer(kept) && kept.length < text.length / 5, `${text.length} characters: deflated to ${kept.length} bytes`);
+    await new Promise((r) => setTimeout(r, 1));
+    gc();
+    t.equal(JSON.stringify(packed.raw), text, 'made again equal');
   }
 });
 
