@@ -392,7 +392,7 @@ export class HttpServer {
     if (route) route.family.onError(ctx, httpErr);
     else if (httpErr.bodiless) ctx.empty(httpErr.status, httpErr.headers);
     else ctx.text(httpErr.status, httpErr.message, httpErr.headers);
-    if (unread) ctx.res.once('finish', () => ctx.req.socket.destroy());
+    if (unread) ctx.res.once('finish', () => lingerClose(ctx.req.socket));
   }
 
   /**
@@ -417,4 +417,18 @@ export class HttpServer {
     clearTimeout(timer);
     for (const s of this.sockets.keys()) s.destroy();
   }
+}
+
+/** How long a connection closed with its request body unread still takes (and drops) input. */
+const LINGER_MS = 500;
+
+/**
+ * Closes a connection whose request body was left unread, after its answer: FIN first, then the
+ * socket a moment later. Closing at once with the client's bytes still arriving makes the kernel
+ * answer with a reset, which can destroy the answer before the client has read it (the "lingering
+ * close" of RFC 9112 §9.6); the delay is short, so a slow sender is still cut.
+ */
+function lingerClose(socket: Socket): void {
+  socket.end();
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
 }
