@@ -276,34 +276,46 @@ function utf8(b: Buffer): string {
 
 // ---- KuraMetric -----------------------------------------------------------------------------
 
+/** Each metric type's number in KuraMetric.ValueType. */
+const TYPE_NUMBER = Object.fromEntries(METRIC_TYPES.map((t, i) => [t, i])) as Record<MetricType, number>;
+
 /** One metric's fields (the inside of a KuraMetric message). */
 export function writeMetricFields(w: Writer, m: KuraMetric): void {
   w.stringField(1, m.name);
+  writeMetricValue(w, m.type, m.value);
+}
+
+/**
+ * A metric's type (field 2) and its value field: all of a metric but its name, for writers that
+ * encode the name once (telemetry). An INT64 may also be given as a non-negative safe integer.
+ */
+export function writeMetricValue(w: Writer, type: MetricType, value: KuraMetric['value'] | number): void {
   w.tag(2, WIRE_VARINT);
-  w.uvarint(METRIC_TYPES.indexOf(m.type));
-  switch (m.type) {
+  w.uvarint(TYPE_NUMBER[type]);
+  switch (type) {
     case 'DOUBLE':
-      w.doubleField(3, m.value);
+      w.doubleField(3, value as number);
       break;
     case 'FLOAT':
-      w.floatField(4, m.value);
+      w.floatField(4, value as number);
       break;
     case 'INT64':
-      w.varintField(5, m.value);
+      if (typeof value === 'bigint') w.varintField(5, value);
+      else w.tag(5, WIRE_VARINT), w.uvarint(value as number);
       break;
     case 'INT32':
       w.tag(6, WIRE_VARINT);
-      w.int32(m.value);
+      w.int32(value as number);
       break;
     case 'BOOL':
       w.tag(7, WIRE_VARINT);
-      w.uvarint(m.value ? 1 : 0);
+      w.uvarint(value ? 1 : 0);
       break;
     case 'STRING':
-      w.stringField(8, m.value);
+      w.stringField(8, value as string);
       break;
     case 'BYTES':
-      w.bytesField(9, m.value);
+      w.bytesField(9, value as Buffer);
       break;
   }
 }

@@ -7,11 +7,11 @@
 // The deadband is measured against the last *published* value, so a slow drift is still reported
 // once it adds up to the deadband.
 
-import type { AssetConfig, AssetService, ChannelRecord, TypedValue } from '../assets/types.js';
+import type { AssetConfig, AssetService, ChannelRecord, TypedValue, ValueType } from '../assets/types.js';
 import type { Logger } from '../log.js';
 import { kuraErrorText } from '../assets/records.js';
 import type { PayloadEncoding } from './config.js';
-import { Writer, gzipIfShorter, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { Writer, gzipIfShorter, writeMetricValue, type KuraMetric, type KuraPayload, type MetricType } from './kura-payload.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { numericOf, valueText } from '../assets/values.js';
 
@@ -45,24 +45,12 @@ function keep(p: Published, r: ChannelRecord): Published {
   return p;
 }
 
+/** The Kura metric type of each channel value type. */
+const METRIC_TYPE_OF: Record<ValueType, MetricType> = { BOOLEAN: 'BOOL', INTEGER: 'INT32', LONG: 'INT64', FLOAT: 'FLOAT', DOUBLE: 'DOUBLE', STRING: 'STRING', BYTE_ARRAY: 'BYTES' };
+
 /** Kura metric for a typed value. */
 export function valueMetric(name: string, v: TypedValue): KuraMetric {
-  switch (v.type) {
-    case 'BOOLEAN':
-      return { name, type: 'BOOL', value: v.value };
-    case 'INTEGER':
-      return { name, type: 'INT32', value: v.value };
-    case 'LONG':
-      return { name, type: 'INT64', value: v.value };
-    case 'FLOAT':
-      return { name, type: 'FLOAT', value: v.value };
-    case 'DOUBLE':
-      return { name, type: 'DOUBLE', value: v.value };
-    case 'STRING':
-      return { name, type: 'STRING', value: v.value };
-    case 'BYTE_ARRAY':
-      return { name, type: 'BYTES', value: v.value };
-  }
+  return { name, type: METRIC_TYPE_OF[v.type], value: v.value } as KuraMetric;
 }
 
 /**
@@ -102,42 +90,6 @@ function nameField(name: string): Buffer {
   const w = new Writer(name.length * 3 + 8);
   w.stringField(1, name);
   return Buffer.from(w.finish());
-}
-
-// KuraMetric.ValueType numbers (kura-payload.ts METRIC_TYPES) and the value field of each.
-const T_DOUBLE = 0;
-const T_FLOAT = 1;
-const T_INT64 = 2;
-const T_INT32 = 3;
-const T_BOOL = 4;
-const T_STRING = 5;
-const T_BYTES = 6;
-
-/** A typed value's `type` and value fields, as valueMetric() and encodeMetric() would write them. */
-function writeValue(w: Writer, v: TypedValue): void {
-  switch (v.type) {
-    case 'BOOLEAN':
-      w.tag(2, 0), w.uvarint(T_BOOL), w.tag(7, 0), w.uvarint(v.value ? 1 : 0);
-      return;
-    case 'INTEGER':
-      w.tag(2, 0), w.uvarint(T_INT32), w.tag(6, 0), w.int32(v.value);
-      return;
-    case 'LONG':
-      w.tag(2, 0), w.uvarint(T_INT64), w.varintField(5, v.value);
-      return;
-    case 'FLOAT':
-      w.tag(2, 0), w.uvarint(T_FLOAT), w.floatField(4, v.value);
-      return;
-    case 'DOUBLE':
-      w.tag(2, 0), w.uvarint(T_DOUBLE), w.doubleField(3, v.value);
-      return;
-    case 'STRING':
-      w.tag(2, 0), w.uvarint(T_STRING), w.stringField(8, v.value);
-      return;
-    case 'BYTE_ARRAY':
-      w.tag(2, 0), w.uvarint(T_BYTES), w.bytesField(9, v.value);
-      return;
-  }
 }
 
 /**
@@ -180,22 +132,22 @@ export function encodeTelemetry(pid: string, records: ChannelRecord[], encoding:
     w.uvarint(now);
     let at = w.begin(5000);
     w.stringField(1, 'assetName');
-    w.tag(2, 0), w.uvarint(T_STRING), w.stringField(8, pid);
+    writeMetricValue(w, 'STRING', pid);
     w.end(at);
     for (const r of records) {
       const n = names.of(r.name);
       at = w.begin(5000);
       if (r.status === 'SUCCESS' && r.value !== undefined) {
         w.push(n.value);
-        writeValue(w, r.value);
+        writeMetricValue(w, METRIC_TYPE_OF[r.value.type], r.value.value);
       } else {
         w.push(n.error);
-        w.tag(2, 0), w.uvarint(T_STRING), w.stringField(8, kuraErrorText(r.error));
+        writeMetricValue(w, 'STRING', kuraErrorText(r.error));
       }
       w.end(at);
       at = w.begin(5000);
       w.push(n.timestamp);
-      w.tag(2, 0), w.uvarint(T_INT64), w.tag(5, 0), w.uvarint(r.timestamp > 0 ? r.timestamp : now);
+      writeMetricValue(w, 'INT64', r.timestamp > 0 ? r.timestamp : now);
       w.end(at);
     }
     return gzipIfShorter(w.finish(), gzip);
