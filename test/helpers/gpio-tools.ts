@@ -41,7 +41,12 @@ trap 'rm -f "$d/$off.busy"; kill $! 2>/dev/null; exit 0' TERM INT
 [ $low = 1 ] && v=$((1 - v))
 echo $v > "$d/$off"
 echo "Setting line(s)... Press Ctrl-C to exit"
-sleep 100000 & wait $!
+# The sleep keeps none of our pipes open, and is listed for the teardown: a TERM that reaches the
+# shell before $! is set leaves it behind (seen once in 60 runs under load), and a sleep holding
+# the test's stdout pipe kept the test process from exiting.
+sleep 100000 </dev/null >/dev/null 2>&1 &
+echo $! >> "$GPIO_FAKE_DIR/sleepers"
+wait $!
 `;
 
 export interface FakeGpio {
@@ -61,6 +66,7 @@ export function fakeGpioTools(t: { teardown(fn: () => unknown): void }, chips: R
   fs.writeFileSync(path.join(bin, 'gpioget'), GPIOGET, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, 'gpioset'), GPIOSET, { mode: 0o755 });
   fs.writeFileSync(path.join(dir, 'calls'), '');
+  fs.writeFileSync(path.join(dir, 'sleepers'), '');
   for (const [chip, lines] of Object.entries(chips)) {
     fs.mkdirSync(path.join(dir, chip));
     for (const [off, v] of Object.entries(lines)) fs.writeFileSync(path.join(dir, chip, off), `${v}\n`);
@@ -69,6 +75,13 @@ export function fakeGpioTools(t: { teardown(fn: () => unknown): void }, chips: R
   process.env.PATH = `${bin}:${oldPath}`;
   process.env.GPIO_FAKE_DIR = dir;
   t.teardown(() => {
+    for (const pid of fs.readFileSync(path.join(dir, 'sleepers'), 'utf8').split('\n').filter(Boolean)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // already gone: its gpioset was ended and took it along
+      }
+    }
     process.env.PATH = oldPath;
     delete process.env.GPIO_FAKE_DIR;
     fs.rmSync(dir, { recursive: true, force: true });
