@@ -1,4 +1,4 @@
-// Modbus RTU over TCP (access.type RTU_OVER_TCP): a converter made of `socat TCP-LISTEN ↔ pty` in
+// Modbus RTU over TCP (access.type RTU_OVER_TCP): a converter (a TCP server relaying to a pty) in
 // front of a pymodbus RTU device on a socat pty pair, as a cheap serial-to-Ethernet box passes
 // RTU frames (CRC included) over TCP. Several unit ids share the one connection.
 
@@ -49,11 +49,7 @@ if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
 
   t.test('conformance (Modbus RTU over TCP)', async (t) => {
     // As in the daemon, the instances share the pool's lines; one instance kept open holds the
-    // converter's connection (socat's fork would otherwise let a closing child and a new one read
-    // the same pty for a moment, which a converter with one connection never does).
-    // The previous test's connection ends as this one opens: until its socat child is gone, an answer
-    // can go to it. Fresh-clone CI runs saw unit 2's first answers lost that way (1 s timeout or not),
-    // so the keeper reads both units until they answer, before the suite starts.
+    // converter's connection, and it reads both units until they answer before the suite starts.
     const lines = new SharedLines();
     const keeper = create(t, { 'modbus.transaction.retry': 0, 'unit.backoff.max': 0 }, lines, 'keeper');
     for (let i = 0; ; i++) {

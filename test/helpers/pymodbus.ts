@@ -14,6 +14,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
+import fs from 'node:fs';
+import net from 'node:net';
+import tty from 'node:tty';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'pymodbus_server.py');
@@ -262,34 +265,40 @@ export async function startPtyPair(t: T): Promise<{ driverSide: string; peerSide
 }
 
 /**
- * A serial-to-Ethernet converter in front of an RTU device: `socat TCP-LISTEN ↔ pty` relaying the
- * bytes of a TCP connection to `serialPort` (the driver side of an RTU device's pty pair) and back.
- * Resolves with the TCP port once socat listens. `-t 0.02`: a connection's child process lets go of
- * the pty at once when its connection closes, so it never reads what belongs to the next one.
+ * A serial-to-Ethernet converter in front of an RTU device: a TCP server on loopback relaying the
+ * bytes of its connection to `serialPort` (the driver side of an RTU device's pty pair) and back.
+ * Like such a box it serves one connection: a new one replaces the old. It opens the pty once, so
+ * exactly one reader takes the device's answers. (It used to be `socat TCP-LISTEN,fork`, whose
+ * child for a closing connection could still read an answer meant for the next one; the new child,
+ * woken for the same bytes, then blocked in read() and stopped relaying: seen as a dead converter
+ * for 40 s in about 1 run in 8 under load.) Resolves with the TCP port once it listens.
  */
 export async function startRtuConverter(t: T, serialPort: string): Promise<number> {
-  const { freePort } = await import('./ports.js');
-  const port = await freePort();
-  const socat = spawn('socat', ['-d', '-d', '-t', '0.02', `TCP-LISTEN:${port},bind=127.0.0.1,reuseaddr,fork`, `FILE:${serialPort},raw,echo=0`], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const onExit = () => socat.kill('SIGKILL');
-  process.once('exit', onExit);
-  t.teardown(async () => {
-    process.removeListener('exit', onExit);
-    if (socat.exitCode !== null || socat.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      socat.once('exit', () => resolve());
-      socat.kill('SIGTERM');
+  spawnSync('stty', ['-F', serialPort, 'raw', '-echo']);
+  const fd = fs.openSync(serialPort, fs.constants.O_RDWR | fs.constants.O_NOCTTY | fs.constants.O_NONBLOCK);
+  const pty = new tty.ReadStream(fd);
+  let current: net.Socket | undefined;
+  pty.on('data', (chunk: Buffer) => current?.write(chunk));
+  pty.on('error', () => {}); // the device side went away; the test's teardown follows
+  const server = net.createServer((sock) => {
+    current?.destroy();
+    current = sock;
+    sock.on('data', (chunk) => {
+      if (current === sock) pty.write(chunk);
+    });
+    sock.on('error', () => {});
+    sock.on('close', () => {
+      if (current === sock) current = undefined;
     });
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('socat did not listen')), 5000);
-    readline.createInterface({ input: socat.stderr! }).on('line', (line) => {
-      if (/listening on/.test(line)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    socat.once('exit', (code) => reject(new Error(`socat exited with ${code}`)));
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
   });
-  return port;
+  t.teardown(async () => {
+    current?.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    pty.destroy();
+  });
+  return (server.address() as net.AddressInfo).port;
 }
