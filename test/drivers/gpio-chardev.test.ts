@@ -61,6 +61,27 @@ t.test('tool calls: gpioget --numeric for inputs, a gpioset process holding each
   t.notOk(gpio.held('gpiochip0', 5) || gpio.held('gpiochip0', 6), 'close releases the lines');
 });
 
+t.test('overlapping writes to one line take turns; a write under way at close holds nothing after it', async (t) => {
+  const gpio = fakeGpioTools(t, { gpiochip0: { 5: 0 } });
+  const d = gpioFactory.create(props, { id: 'io', log: silentLogger, dataDir: gpio.dir, lines: new SharedLines() });
+  t.teardown(() => d.close());
+  const lamp = line('LAMP', 'OUTPUT');
+  const set = (on: boolean) => d.write([{ channel: lamp, value: { type: 'BOOLEAN', value: on } }]);
+  // REST, MQTT and a poll can write the same line at once: the kernel refuses a second request of
+  // a requested line, so two gpioset processes at a time would fail one of the writes.
+  for (let i = 0; i < 5; i++) {
+    const results = await Promise.all([set(true), set(false), set(true)]);
+    t.same(results.map((r) => describe(r[0])), ['BOOLEAN:true', 'BOOLEAN:false', 'BOOLEAN:true'], `round ${i}: every write lands`);
+    t.equal(gpio.level('gpiochip0', 5), '1', `round ${i}: the last write wins`);
+  }
+  t.equal(gpio.calls().filter((c) => c.startsWith('gpioset')).length, 15, 'one gpioset per write');
+  const inFlight = set(false);
+  await d.close();
+  const r = await inFlight;
+  t.equal(r.length, 1, 'the write under way at close settles');
+  t.notOk(gpio.held('gpiochip0', 5), 'no gpioset holds the line after close');
+});
+
 t.test('failures name the chip, the line and the tool', async (t) => {
   const gpio = fakeGpioTools(t, { gpiochip0: { 1: 0 } });
   const d = gpioFactory.create(props, { id: 'io', log: silentLogger, dataDir: gpio.dir, lines: new SharedLines() });

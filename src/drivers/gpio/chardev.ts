@@ -31,6 +31,10 @@ interface Holder {
 
 export class ChardevGpio {
   private readonly holders = new Map<string, Holder>();
+  // Writes to one line run one after the other (REST, MQTT and a poll's writes can overlap): two
+  // gpioset processes at once would have the kernel refuse the second request as busy.
+  private readonly writes = new Map<string, Promise<void>>();
+  private closed = false;
 
   async getValue(line: ChardevLine, setup: LineSetup): Promise<boolean> {
     const held = this.holders.get(key(line));
@@ -43,8 +47,17 @@ export class ChardevGpio {
     return v === '1';
   }
 
-  async setValue(line: ChardevLine, on: boolean, setup: LineSetup): Promise<void> {
+  setValue(line: ChardevLine, on: boolean, setup: LineSetup): Promise<void> {
     const k = key(line);
+    const run = (this.writes.get(k) ?? Promise.resolve()).then(() => this.hold(line, k, on, setup));
+    const settled = run.then(() => {}, () => {});
+    this.writes.set(k, settled);
+    settled.then(() => this.writes.get(k) === settled && this.writes.delete(k));
+    return run;
+  }
+
+  private async hold(line: ChardevLine, k: string, on: boolean, setup: LineSetup): Promise<void> {
+    if (this.closed) throw new GpioError('driver closed');
     const old = this.holders.get(k);
     if (old) {
       this.holders.delete(k);
@@ -75,6 +88,12 @@ export class ChardevGpio {
         reject(toolError(line, 'gpioset', Object.assign(new Error(`exited with ${code}`), { stderr })));
       });
     });
+    if (this.closed) {
+      // close() came while this process started: it must not hold the line past close.
+      proc.kill('SIGTERM');
+      await exited;
+      throw new GpioError('driver closed');
+    }
     const holder: Holder = { proc, on, exited };
     this.holders.set(k, holder);
     // A holder that dies (killed from outside) no longer holds the line: read it as it is again.
@@ -82,6 +101,9 @@ export class ChardevGpio {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    // Writes under way end first (one that already started its process ends it itself).
+    await Promise.all(this.writes.values());
     const all = [...this.holders.values()];
     this.holders.clear();
     for (const h of all) h.proc.kill('SIGTERM');
