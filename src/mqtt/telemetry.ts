@@ -15,12 +15,11 @@ import { Writer, gzipIfShorter, writeMetricValue, type KuraMetric, type KuraPayl
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { numericOf, valueText } from '../assets/values.js';
 
-interface Published {
-  ok: boolean;
-  /** The value last published (ok). */
-  value?: TypedValue;
-  error?: string;
-}
+/**
+ * What was last published of a channel: its value (ok), or its error text (failed). One reference
+ * per channel, no object of its own: 10,000 channels keep 10,000 map entries and nothing more.
+ */
+type Published = TypedValue | string;
 
 interface AssetState {
   /** Undefined until the first publication. */
@@ -35,14 +34,12 @@ function sameValue(a: TypedValue, b: TypedValue): boolean {
   return a.value === b.value || (typeof a.value === 'number' && Number.isNaN(a.value) && Number.isNaN(b.value));
 }
 
-/** Keeps what a published record was, in place (one object per channel, updated each publication). */
-function keep(p: Published, r: ChannelRecord): Published {
+/** What a published record was. */
+function kept(r: ChannelRecord): Published {
   const v = r.status === 'SUCCESS' ? r.value : undefined;
-  p.ok = v !== undefined;
+  if (v === undefined) return r.error ?? '';
   // Values are not changed after a read; bytes are copied all the same, as they are compared later.
-  p.value = v?.type === 'BYTE_ARRAY' ? { type: 'BYTE_ARRAY', value: Buffer.from(v.value) } : v;
-  p.error = v ? undefined : (r.error ?? '');
-  return p;
+  return v.type === 'BYTE_ARRAY' ? { type: 'BYTE_ARRAY', value: Buffer.from(v.value) } : v;
 }
 
 /** The Kura metric type of each channel value type. */
@@ -55,23 +52,31 @@ export function valueMetric(name: string, v: TypedValue): KuraMetric {
 
 /**
  * The name fields (`name`, field 1) of a channel's metrics, encoded once per channel name and reused
- * by every poll: `<channel>`, `<channel>_timestamp` and `<channel>_error`.
+ * by every poll: `<channel>`, `<channel>_timestamp` and `<channel>_error` (kura-protobuf), or the
+ * start of its entry (json). Only the encoding in use is kept: a json daemon keeps no buffers.
  */
 export class MetricNames {
   private readonly cache = new Map<string, ChannelNames>();
+  private readonly jsonCache = new Map<string, string>();
 
   of(channel: string): ChannelNames {
     let n = this.cache.get(channel);
     if (!n) {
       // Bounded: channel names come from the configuration, but a reload may replace them all.
       if (this.cache.size >= 10_000) this.cache.clear();
-      n = {
-        value: nameField(channel),
-        timestamp: nameField(`${channel}_timestamp`),
-        error: nameField(`${channel}_error`),
-        json: `{"name":${JSON.stringify(channel)},"timestamp":`,
-      };
+      n = { value: nameField(channel), timestamp: nameField(`${channel}_timestamp`), error: nameField(`${channel}_error`) };
       this.cache.set(channel, n);
+    }
+    return n;
+  }
+
+  /** json: the start of the channel's entry, up to its timestamp. */
+  json(channel: string): string {
+    let n = this.jsonCache.get(channel);
+    if (n === undefined) {
+      if (this.jsonCache.size >= 10_000) this.jsonCache.clear();
+      n = `{"name":${JSON.stringify(channel)},"timestamp":`;
+      this.jsonCache.set(channel, n);
     }
     return n;
   }
@@ -82,8 +87,6 @@ interface ChannelNames {
   value: Buffer;
   timestamp: Buffer;
   error: Buffer;
-  /** json: the start of the channel's entry, up to its timestamp. */
-  json: string;
 }
 
 function nameField(name: string): Buffer {
@@ -101,7 +104,7 @@ function jsonTelemetry(pid: string, records: ChannelRecord[], names: MetricNames
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
     if (i > 0) s += ',';
-    s += names.of(r.name).json + (r.timestamp > 0 ? r.timestamp : now);
+    s += names.json(r.name) + (r.timestamp > 0 ? r.timestamp : now);
     const v = r.value;
     if (r.status === 'SUCCESS' && v !== undefined) {
       // Number and boolean texts need no escaping; strings and base64 go through JSON.stringify.
@@ -199,13 +202,13 @@ export class Telemetry {
     const heartbeat =
       st.lastPublishAt === undefined || (asset.publishMaxInterval > 0 && now - st.lastPublishAt >= asset.publishMaxInterval);
     let deadbands = this.deadbands.get(asset);
-    if (!deadbands) this.deadbands.set(asset, (deadbands = new Map(asset.channels.map((c) => [c.name, c.deadband]))));
+    // Only the channels with a deadband: most have none.
+    if (!deadbands) this.deadbands.set(asset, (deadbands = new Map(asset.channels.filter((c) => c.deadband > 0).map((c) => [c.name, c.deadband]))));
     const out: ChannelRecord[] = [];
     for (const r of records) {
       const prev = st.channels.get(r.name);
-      if (!prev) st.channels.set(r.name, keep({ ok: false, value: undefined, error: undefined }, r));
-      else if (heartbeat || this.changed(prev, r, deadbands.get(r.name) ?? 0)) keep(prev, r);
-      else continue;
+      if (prev !== undefined && !heartbeat && !this.changed(prev, r, deadbands.get(r.name) ?? 0)) continue;
+      st.channels.set(r.name, kept(r));
       out.push(r);
     }
     if (out.length === 0) return;
@@ -219,11 +222,12 @@ export class Telemetry {
 
   private changed(prev: Published, r: ChannelRecord, deadband: number): boolean {
     const v = r.status === 'SUCCESS' ? r.value : undefined;
-    if (prev.ok !== (v !== undefined)) return true;
-    if (!v) return prev.error !== (r.error ?? '');
-    if (sameValue(prev.value!, v)) return false;
+    if ((typeof prev !== 'string') !== (v !== undefined)) return true;
+    if (!v) return prev !== (r.error ?? '');
+    const p = prev as TypedValue;
+    if (sameValue(p, v)) return false;
     if (deadband <= 0) return true;
-    const a = numericOf(prev.value!);
+    const a = numericOf(p);
     const b = numericOf(v);
     return a === undefined || b === undefined || Math.abs(b - a) >= deadband;
   }
