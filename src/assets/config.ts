@@ -62,6 +62,7 @@ function validateChannel(
   name: string,
   driver: DriverInstanceConfig | undefined,
   registry: DriverRegistry,
+  strings: Map<string, string>,
 ): ChannelConfig | undefined {
   if (!isPlainObject(raw)) {
     problem(p, path, `expected an object, got ${kind(raw)}`);
@@ -73,7 +74,9 @@ function validateChannel(
   for (const [k, v] of Object.entries(raw)) {
     if (GENERIC_CHANNEL_KEYS.includes(k)) continue;
     if (factory && !factory.channelKeys.includes(k)) unknownKey(p, join(path, k), k, [...GENERIC_CHANNEL_KEYS, ...factory.channelKeys]);
-    driverProps[k] = v;
+    // The same text in many channels (e.g. "HOLDING_REGISTERS") is kept once: JSON.parse makes a
+    // string per occurrence for all but short values.
+    driverProps[k] = typeof v === 'string' ? intern(strings, v) : v;
   }
   const at = (k: string) => join(path, k);
   // Kura drops a channel without `+type` or `+value.type` from every listing (its BaseAsset). We do
@@ -104,9 +107,16 @@ function validateChannel(
   };
   // No `unit` in descriptions and records when none is configured (docs/configuration.md); an
   // explicit "" is configured (Kura's descriptor shows "unit":"").
-  if (raw.unit !== undefined) ch.unit = str()(raw.unit, at('unit'), p);
+  if (raw.unit !== undefined) ch.unit = intern(strings, str()(raw.unit, at('unit'), p));
   if (factory && typesOk) p.push(...factory.validateChannel(driverProps, valueType, path, driver!.props, ch.mode));
   return ch;
+}
+
+function intern(strings: Map<string, string>, v: string): string {
+  const known = strings.get(v);
+  if (known !== undefined) return known;
+  strings.set(v, v);
+  return v;
 }
 
 export function validateAssets(
@@ -121,6 +131,7 @@ export function validateAssets(
     problem(p, path, `expected an object, got ${kind(raw)}`);
     return out;
   }
+  const strings = new Map<string, string>();
   for (const [pid, a] of Object.entries(raw)) {
     const ap = join(path, pid);
     if (!NAME_RULE.test(pid)) problem(p, ap, NAME_HINT);
@@ -137,7 +148,7 @@ export function validateAssets(
     if (!isPlainObject(rawChannels)) problem(p, join(ap, 'channels'), `expected an object, got ${kind(rawChannels)}`);
     else {
       for (const [name, c] of Object.entries(rawChannels)) {
-        const ch = validateChannel(c, join(join(ap, 'channels'), name), p, name, driver, registry);
+        const ch = validateChannel(c, join(join(ap, 'channels'), name), p, name, driver, registry, strings);
         if (ch) channels.push(ch);
       }
     }
