@@ -20,13 +20,14 @@ export function mountRest(server: HttpServer, family: Family, opts: RestMountOpt
   const api = family.errors === 'json' ? jsonFamily(family.name) : textFamily(family.name);
   for (const route of family.routes) {
     const { method, path } = restOf(family, route);
-    // Not an async function: a synchronous handler answers without a promise, an asynchronous
-    // one with a single `then` (each await is a promise and a microtask more per request).
+    // Not an async function: a synchronous handler answers without a promise; an asynchronous
+    // one's value is written by `reply` where the server ends the request (each `then` or await
+    // is a promise and a microtask more per request).
     server.route(method, path, api, (ctx) => {
       const result = route.handler(new RestRequest(ctx, route.method, route.path, opts));
-      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') return Promise.resolve(result).then((r) => reply(ctx, r));
+      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') return Promise.resolve(result);
       reply(ctx, result);
-    }, family.role);
+    }, family.role, reply);
   }
 }
 

@@ -17,7 +17,8 @@ import { HttpError, RequestContext, addressPrefix, storageError, type ListenerIn
 // Loaded when an HTTPS listener opens (docs/installation.md "Start-up time").
 const httpsModule = lazyBuiltin<typeof https>('node:https');
 
-export type Handler = (ctx: RequestContext) => Promise<void> | void;
+/** A handler answers through `ctx`, or returns a promise of a value its route's `reply` writes. */
+export type Handler = (ctx: RequestContext) => Promise<unknown> | void;
 
 /** How an API family renders its errors (JSON `{message}` for session, text/plain for deploy/assets). */
 export interface ApiFamily {
@@ -30,6 +31,11 @@ export interface Route {
   family: ApiFamily;
   /** Kura's `@RolesAllowed`: permission `rest.<role>` (or kura.admin) is required. */
   role?: string;
+  /**
+   * Writes the value a handler's promise resolves to (a request-core family's reply): called where
+   * the request ends, so an asynchronous answer costs one `then`, not one more for the reply.
+   */
+  reply?: (ctx: RequestContext, value: unknown) => void;
 }
 
 /** A stage runs after matching and before the handler; it may throw HttpError to answer early. */
@@ -152,8 +158,8 @@ export class HttpServer {
     return this;
   }
 
-  route(method: string, path: string, family: ApiFamily, handler: Handler, role?: string): this {
-    this.routes.add(method, path, { handler, family, role });
+  route(method: string, path: string, family: ApiFamily, handler: Handler, role?: string, reply?: Route['reply']): this {
+    this.routes.add(method, path, { handler, family, role, reply });
     return this;
   }
 
@@ -325,7 +331,7 @@ export class HttpServer {
       if (h) {
         const rt = route;
         h.then(
-          () => this.finish(ctx, rt, conn, undefined, false),
+          (value) => this.answered(ctx, rt, conn, value),
           (err) => this.finish(ctx, rt, conn, err, true),
         );
         return;
@@ -345,9 +351,24 @@ export class HttpServer {
         if (r) await r;
       }
       const h = route.handler(ctx);
-      if (h) await h;
+      if (h) {
+        const value = await h;
+        if (route.reply) route.reply(ctx, value);
+      }
     } catch (err) {
       return this.finish(ctx, route, conn, err, true);
+    }
+    this.finish(ctx, route, conn, undefined, false);
+  }
+
+  /** A handler's promise resolved: its route's reply writes the value, then the request ends. */
+  private answered(ctx: RequestContext, route: Route, conn: Conn | undefined, value: unknown): void {
+    if (route.reply) {
+      try {
+        route.reply(ctx, value);
+      } catch (err) {
+        return this.finish(ctx, route, conn, err, true);
+      }
     }
     this.finish(ctx, route, conn, undefined, false);
   }
