@@ -128,12 +128,15 @@ export class RequestContext {
     for (const f of this.filters) status = f(this, status, headers);
     if (body !== undefined && status !== 204 && status !== 304) {
       headers['content-type'] = contentType ?? 'application/octet-stream';
-      headers['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length);
+      const length = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;
+      headers['content-length'] = String(length);
       this.res.writeHead(status, headers);
       // A string body goes out in the same write as the headers (Node concatenates them); a Buffer
-      // costs a second chunk (writev). Most answers are JSON text.
+      // costs a second chunk (writev). Most answers are JSON text, and most of it ASCII: as many
+      // UTF-8 bytes as characters means every character is ASCII, and then the write copies it
+      // as Latin-1 (the same bytes) instead of encoding it as UTF-8 once more.
       if (this.method === 'HEAD') this.res.end();
-      else this.res.end(body);
+      else this.res.end(body, length === body.length ? 'latin1' : 'utf8');
     } else {
       if (status !== 204 && status !== 304) headers['content-length'] = '0';
       this.res.writeHead(status, headers);

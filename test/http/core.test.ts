@@ -132,6 +132,18 @@ t.test('JSON bodies: 415, 413, 400 for malformed, empty and invalid UTF-8', asyn
   t.same(after.json(), { still: 'serving' });
 });
 
+t.test('answers are sent byte-exact with their UTF-8 length, ASCII or not', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
+  // ASCII text is written as Latin-1 (the same bytes), any other text as UTF-8: both must arrive as sent.
+  for (const value of ['plain ascii', 'Température 21 °C', 'ÿ\u0080 latin-1 range only', 'emoji 😀 and ✓', 'lone \ud800 surrogate']) {
+    const res = await request(ports, '/echo', { method: 'POST', body: { value } });
+    t.equal(res.status, 200);
+    const expected = JSON.stringify({ value });
+    t.equal(res.body, Buffer.from(expected, 'utf8').toString('utf8'), `${JSON.stringify(value)} arrives as sent`);
+    t.equal(Number(res.headers['content-length']), Buffer.byteLength(expected, 'utf8'), `${JSON.stringify(value)}: Content-Length is its UTF-8 length`);
+  }
+});
+
 t.test('garbage on the socket gets 400 and the server keeps serving', async (t) => {
   const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
   const answer = await new Promise<string>((resolve) => {
