@@ -183,6 +183,8 @@ class DriverCall {
     private readonly asset: AssetConfig,
     private readonly n: number,
     private readonly timeoutMs: number,
+    /** Where the call is shared while it runs (a poll plan's `pending`): emptied when it settles. */
+    private readonly slot?: { pending?: Promise<ChannelResult[]> },
   ) {
     this.deadline = Date.now() + timeoutMs;
     this.promise = new Promise<ChannelResult[]>((resolve) => (this.resolve = resolve));
@@ -190,7 +192,9 @@ class DriverCall {
 
   /** A call is pending exactly while it is in the list: the first outcome settles it. */
   private settle(res: ChannelResult[]): void {
-    if (this.pending.delete(this)) this.resolve(res);
+    if (!this.pending.delete(this)) return;
+    if (this.slot?.pending === this.promise) this.slot.pending = undefined;
+    this.resolve(res);
   }
 
   fail(): void {
@@ -323,13 +327,8 @@ export class AssetRuntime implements AssetService {
       // The same channels asked for by name just before the plan existed.
       const named = this.inflight.get(asset)?.get(key);
       if (named) return named;
-      const p = this.callDriver(asset, (d) => d.read(channels), channels.length);
-      plan.pending = p;
-      const done = () => {
-        if (plan.pending === p) plan.pending = undefined;
-      };
-      p.then(done, done);
-      return p;
+      // The call empties plan.pending itself when it settles: no `then` per read for it.
+      return this.callDriver(asset, (d) => d.read(channels), channels.length, plan);
     }
     let byKey = this.inflight.get(asset);
     if (!byKey) this.inflight.set(asset, (byKey = new Map()));
@@ -384,11 +383,13 @@ export class AssetRuntime implements AssetService {
    * channels. The deadline is watched by one shared timer (`watchdog`), not a timer per call: every
    * REST read goes through here.
    */
-  private callDriver(asset: AssetConfig, op: (d: Driver) => Promise<ChannelResult[]>, n: number): Promise<ChannelResult[]> {
+  private callDriver(asset: AssetConfig, op: (d: Driver) => Promise<ChannelResult[]>, n: number, slot?: { pending?: Promise<ChannelResult[]> }): Promise<ChannelResult[]> {
     const driver = this.drivers.get(asset.driverPid);
     if (!driver) return Promise.resolve(failAll(n, DRIVER_NOT_ATTACHED));
-    const call = new DriverCall(this.pendingCalls, this.log, asset, n, this.callTimeoutMs);
+    const call = new DriverCall(this.pendingCalls, this.log, asset, n, this.callTimeoutMs, slot);
     this.pendingCalls.add(call);
+    // Shared before the driver runs: a driver that fails at once settles (and empties) it.
+    if (slot) slot.pending = call.promise;
     this.armWatchdog();
     let p: Promise<ChannelResult[]>;
     try {
