@@ -87,6 +87,9 @@ export function recordJson(r: ChannelRecord, echo?: TypedValue): string {
  */
 export class RecordJsonCache {
   private parts = new Map<string, { valueType: string; unit: string | undefined; head: string; tail: string }>();
+  /** The last timestamp written and its text: the records of one read share it, and so do many reads. */
+  private stamp = NaN;
+  private stampText = '';
 
   json(r: ChannelRecord): string {
     if (r.status !== 'SUCCESS' || r.refused || r.value === undefined) return recordJson(r);
@@ -101,6 +104,10 @@ export class RecordJsonCache {
       };
       this.parts.set(r.name, p);
     }
-    return `${p.head}${valueToJson(r.value)},"timestamp":${r.timestamp}${p.tail}`;
+    if (r.timestamp !== this.stamp) {
+      this.stamp = r.timestamp;
+      this.stampText = `,"timestamp":${r.timestamp}`;
+    }
+    return `${p.head}${valueToJson(r.value)}${this.stampText}${p.tail}`;
   }
 }

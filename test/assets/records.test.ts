@@ -20,6 +20,10 @@ t.test('RecordJsonCache writes what recordJson writes', async (t) => {
     { name: 'counter', status: 'FAILURE', valueType: 'INTEGER', error: 'Modbus exception 2 (ILLEGAL DATA ADDRESS)', timestamp: 1700000000009 },
     { name: 'gone', status: 'FAILURE', valueType: 'STRING', error: 'Channel not available', timestamp: 1700000000010, refused: true },
     { name: 'counter', status: 'SUCCESS', valueType: 'INTEGER', value: { type: 'INTEGER', value: 8 }, timestamp: 1700000000011 },
+    // Records of one read share a timestamp (its text is written once); an earlier one comes back.
+    { name: 'temperature', status: 'SUCCESS', valueType: 'DOUBLE', value: { type: 'DOUBLE', value: 21 }, timestamp: 1700000000011, unit: 'C' },
+    { name: 'counter', status: 'SUCCESS', valueType: 'INTEGER', value: { type: 'INTEGER', value: 9 }, timestamp: 1700000000005 },
+    { name: 'temperature', status: 'SUCCESS', valueType: 'DOUBLE', value: { type: 'DOUBLE', value: 22 }, timestamp: 0, unit: 'C' },
   ];
   const cache = new RecordJsonCache();
   for (const r of records) {
