@@ -186,7 +186,9 @@ class DriverCall {
     /** Where the call is shared while it runs (a poll plan's `pending`): emptied when it settles. */
     private readonly slot?: { pending?: Promise<ChannelResult[]> },
   ) {
-    this.deadline = Date.now() + timeoutMs;
+    // The monotonic clock: cheaper to read than Date.now() (every REST read makes a call), and a
+    // wall-clock step cannot fail a call early or keep it waiting.
+    this.deadline = performance.now() + timeoutMs;
     this.promise = new Promise<ChannelResult[]>((resolve) => (this.resolve = resolve));
   }
 
@@ -410,7 +412,7 @@ export class AssetRuntime implements AssetService {
     const period = Math.max(10, Math.min(1000, Math.floor(this.callTimeoutMs / 4)));
     // Not unref'd while calls are pending: a caller is waiting on them.
     this.watchdog = setInterval(() => {
-      const now = Date.now();
+      const now = performance.now();
       this.pendingCalls.each((call) => {
         if (now >= call.deadline) call.fail();
       });
