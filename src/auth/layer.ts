@@ -195,7 +195,11 @@ export class AuthLayer {
    */
   readonly authenticate = (ctx: RequestContext): Promise<void> | void => {
     const req = new HttpAuthRequest(ctx, this);
-    ctx.locals[SESSION_LOCAL] = this.sessions.get(req.cookie(SESSION_COOKIE));
+    const session = this.sessions.get(req.cookie(SESSION_COOKIE));
+    ctx.locals[SESSION_LOCAL] = session;
+    // The cookie's value is then the session's own id string (the same text): the session provider's
+    // lookup finds the key by identity instead of comparing the characters again.
+    if (session) req.knownCookie(SESSION_COOKIE, session.id);
     return this.runSteps(ctx, req, this.steps(), 0);
   };
 
@@ -385,6 +389,11 @@ class HttpAuthRequest implements AuthRequest {
   }
   peerCertificate(): PeerCertificate | undefined {
     return this.ctx.peerCertificate();
+  }
+  /** Sets what cookie(name) answers: a value equal to the one the request carries. */
+  knownCookie(name: string, value: string): void {
+    this.cookieName = name;
+    this.cookieFound = value;
   }
   cookie(name: string): string | undefined {
     // The session cookie is asked for twice (the stage, then the session provider): found once.
