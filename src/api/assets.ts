@@ -111,7 +111,8 @@ export function assetsFamily(assets: AssetService): Family {
     routes: [
       { method: 'GET', path: '', handler: () => assets.list() },
       { method: 'GET', path: ':pid', handler: (req) => rawJson(`[${assetOf(req).channels.map(channelJson).join(',')}]`) },
-      { method: 'GET', path: ':pid/_read', handler: (req) => assets.read(assetOf(req).pid).then(records, notFound) },
+      // The asset was just found, and the read starts in the same step: it cannot have vanished.
+      { method: 'GET', path: ':pid/_read', handler: (req) => assets.readAll(assetOf(req).pid, records) },
       {
         method: 'POST',
         path: ':pid/_read',

@@ -298,6 +298,12 @@ export class AssetRuntime implements AssetService {
     return names ? this.readNamed(asset, names) : this.pollRead(asset);
   }
 
+  readAll<T>(pid: string, map: (records: ChannelRecord[]) => T): Promise<T> {
+    const asset = this.assets.get(pid);
+    if (!asset) return Promise.reject(new AssetNotFoundError(pid));
+    return this.pollRead(asset, map);
+  }
+
   private async readNamed(asset: AssetConfig, names: string[]): Promise<ChannelRecord[]> {
     const byName = new Map(asset.channels.map((c) => [c.name, c]));
     const wanted = [...new Set(names)];
@@ -485,7 +491,9 @@ export class AssetRuntime implements AssetService {
    * configuration, and the same list handed to the driver each cycle (drivers may cache their plan
    * for it).
    */
-  private pollRead(asset: AssetConfig): Promise<ChannelRecord[]> {
+  private pollRead(asset: AssetConfig): Promise<ChannelRecord[]>;
+  private pollRead<T>(asset: AssetConfig, map: (records: ChannelRecord[]) => T): Promise<T>;
+  private pollRead<T>(asset: AssetConfig, map?: (records: ChannelRecord[]) => T): Promise<T | ChannelRecord[]> {
     let plan = this.pollPlans.get(asset);
     if (!plan) {
       const readable = (c: ChannelConfig) => c.enabled && c.mode !== 'WRITE';
@@ -494,12 +502,12 @@ export class AssetRuntime implements AssetService {
       this.pollPlans.set(asset, (plan = { channels, key: channels.map((c) => c.name).join('\u0000') }));
     }
     const { channels } = plan;
-    if (channels.length === 0) return Promise.resolve([]);
+    if (channels.length === 0) return map ? Promise.resolve([]).then(map) : Promise.resolve([]);
     // A `then`, not an async function: its frame was a large part of what a REST read allocates.
     return this.sharedRead(asset, channels, plan.key).then((results) => {
       const records: ChannelRecord[] = new Array(channels.length);
       for (let i = 0; i < channels.length; i++) records[i] = readRecord(channels[i]!, results[i]!);
-      return records;
+      return map ? map(records) : records;
     });
   }
 

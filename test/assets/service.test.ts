@@ -4,7 +4,7 @@ import t from 'tap';
 import { AssetRuntime, DriverPool, DRIVER_NOT_ATTACHED } from '../../src/assets/service.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import type { ChannelResult, Driver, DriverFactory, WriteRequest } from '../../src/drivers/driver.js';
-import type { AssetConfig, ChannelConfig } from '../../src/assets/types.js';
+import { AssetNotFoundError, type AssetConfig, type ChannelConfig } from '../../src/assets/types.js';
 import { silentLogger } from '../../src/log.js';
 import { channel, show } from '../helpers/driver-conformance.js';
 
@@ -153,4 +153,24 @@ t.test('polling: one driver call per cycle, listeners told, restarted on reconfi
   const stopped = d.reads.length;
   await new Promise((r) => setTimeout(r, 100));
   t.equal(d.reads.length, stopped, 'poll.interval 0 stops polling');
+});
+
+t.test('readAll maps what read(pid) gives, in the same step; an asset without readable channels maps []; an unknown asset rejects', async (t) => {
+  const { rt, asset } = setup(t);
+  rt.configure(
+    [asset('a', 'd1', ints('x', 'y')), asset('w', 'd1', [channel('only', 'INTEGER', {}, 'WRITE')])],
+    { d1: { id: 'd1', factory: 'scripted', props: {} } },
+  );
+  const seen: string[][] = [];
+  const mapped = await rt.readAll('a', (records) => {
+    seen.push(records.map((r) => `${r.name}:${r.status}:${show(r.value)}`));
+    return records.length;
+  });
+  t.equal(mapped, 2);
+  const plain = await rt.read('a');
+  t.same(seen, [plain.map((r) => `${r.name}:${r.status}:${show({ type: 'INTEGER', value: 1 })}`)], 'the records read(pid) gives (first call: value 1)');
+  t.same(plain.map((r) => [r.name, r.status]), [['x', 'SUCCESS'], ['y', 'SUCCESS']]);
+  t.same(await rt.readAll('w', (records) => records), [], 'no readable channel: map gets []');
+  const err = await rt.readAll('nope', () => 1).then(() => undefined, (e: unknown) => e);
+  t.ok(err instanceof AssetNotFoundError, 'an unknown asset rejects with AssetNotFoundError');
 });
