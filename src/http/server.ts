@@ -230,12 +230,15 @@ export class HttpServer {
       this.sweeper ??= setInterval(() => this.idleSweep(), Math.max(50, this.limits.socketTimeoutMs / 4)).unref();
       server.on('request', (req, res) => this.handle(req, res, info));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-        // Malformed request lines/headers, header timeouts: answer 400/408/431 if we still can.
+        // Malformed request lines/headers, header timeouts: answer 400/408/431 if we still can, then
+        // close as for an unread body (lingerClose): a client still sending its oversized headers
+        // would otherwise get a reset instead of the 431.
+        if (socket.writableEnded) return; // answered already, and closing
         if (socket.writable && !socket.destroyed) {
           const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-          socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-        }
-        socket.destroy();
+          socket.write(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+          lingerClose(socket);
+        } else socket.destroy();
       });
       server.on('connection', (s: Tracked) => {
         s.setNoDelay(true);

@@ -158,6 +158,34 @@ t.test('garbage on the socket gets 400 and the server keeps serving', async (t) 
   t.equal(ok.status, 200);
 });
 
+t.test('a client still sending gets its 431 or 400 before the connection closes, not a reset', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
+  // The client goes on writing after its bad head, as a client with 200 KB of headers does: closing
+  // at once with those bytes arriving made the kernel reset the connection over the answer (every
+  // oversized-header try here saw ECONNRESET instead of the 431).
+  const exchange = (head: string) =>
+    new Promise<string>((resolve) => {
+      const s = net.connect(ports.http[0], '127.0.0.1');
+      let data = '';
+      s.on('data', (d) => (data += d));
+      s.on('close', () => resolve(data || 'closed without an answer'));
+      s.on('error', (err: NodeJS.ErrnoException) => resolve(data || String(err.code)));
+      s.on('connect', () => {
+        s.write(head);
+        let n = 0;
+        const more = () => n++ < 50 && !s.destroyed && s.write('a'.repeat(4096), () => setImmediate(more));
+        more();
+      });
+    });
+  const statusLine = (r: string) => r.split('\r\n')[0];
+  const big = await Promise.all(Array.from({ length: 10 }, () => exchange(`GET /whoami HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}`)));
+  t.same(big.map(statusLine), Array(10).fill('HTTP/1.1 431 Request Header Fields Too Large'), 'oversized headers: 431 every time');
+  const bad = await Promise.all(Array.from({ length: 10 }, () => exchange('GARBAGE\x01\r\n')));
+  t.same(bad.map(statusLine), Array(10).fill('HTTP/1.1 400 Bad Request'), 'garbage: 400 every time');
+  const ok = await request(ports, '/whoami');
+  t.equal(ok.status, 200, 'and the server keeps serving');
+});
+
 t.test('a slow client (slowloris) is cut off by the header timeout', async (t) => {
   const { ports } = await startServer(t, [{ port: 0, kind: 'http' }], undefined, { ...DEFAULT_LIMITS, headersTimeoutMs: 500, requestTimeoutMs: 1000 });
   const start = Date.now();
