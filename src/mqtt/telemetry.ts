@@ -16,10 +16,11 @@ import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { numericOf, valueText } from '../assets/values.js';
 
 /**
- * What was last published of a channel: its value (ok), or its error text (failed). One reference
- * per channel, no object of its own: 10,000 channels keep 10,000 map entries and nothing more.
+ * What was last published of a channel: an INTEGER value as the number itself, any other value as
+ * its TypedValue, or the error text (failed). No object of its own per channel: 10,000 INTEGER
+ * channels keep 10,000 map entries and nothing more.
  */
-type Published = TypedValue | string;
+type Published = number | TypedValue | string;
 
 interface AssetState {
   /** Undefined until the first publication. */
@@ -38,6 +39,7 @@ function sameValue(a: TypedValue, b: TypedValue): boolean {
 function kept(r: ChannelRecord): Published {
   const v = r.status === 'SUCCESS' ? r.value : undefined;
   if (v === undefined) return r.error ?? '';
+  if (v.type === 'INTEGER') return v.value;
   // Values are not changed after a read; bytes are copied all the same, as they are compared later.
   return v.type === 'BYTE_ARRAY' ? { type: 'BYTE_ARRAY', value: Buffer.from(v.value) } : v;
 }
@@ -224,10 +226,16 @@ export class Telemetry {
     const v = r.status === 'SUCCESS' ? r.value : undefined;
     if ((typeof prev !== 'string') !== (v !== undefined)) return true;
     if (!v) return prev !== (r.error ?? '');
-    const p = prev as TypedValue;
-    if (sameValue(p, v)) return false;
+    let a: number | undefined;
+    if (typeof prev === 'number') {
+      if (v.type === 'INTEGER' && (v.value === prev || (Number.isNaN(prev) && Number.isNaN(v.value)))) return false;
+      a = prev;
+    } else {
+      const p = prev as TypedValue;
+      if (sameValue(p, v)) return false;
+      a = numericOf(p);
+    }
     if (deadband <= 0) return true;
-    const a = numericOf(p);
     const b = numericOf(v);
     return a === undefined || b === undefined || Math.abs(b - a) >= deadband;
   }

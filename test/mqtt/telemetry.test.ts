@@ -65,6 +65,38 @@ t.test('report by exception', async (t) => {
   t.equal(sent.length, 0, 'unknown asset ignored');
 });
 
+t.test('report by exception of INTEGER channels (kept as the number itself)', async (t) => {
+  const asset: AssetConfig = {
+    pid: 'p',
+    driverPid: 'sim',
+    description: '',
+    pollInterval: 100,
+    publishMaxInterval: 0,
+    channels: [channel('i', 'INTEGER', 'READ'), channel('d', 'INTEGER', 'READ', {}, { deadband: 3 })],
+  };
+  const assets = { get: (pid: string) => (pid === 'p' ? asset : undefined), onPoll: () => () => {} } as unknown as AssetService;
+  const sent: string[][] = [];
+  const tel = new Telemetry({ assets, log: silentLogger, publish: (_pid, rs) => void sent.push(rs.map((r) => r.name)) });
+  const int = (v: number): TypedValue => ({ type: 'INTEGER', value: v });
+  const poll = (i: TypedValue | undefined, d: number) => tel.onPoll('p', [rec('i', i, 'timeout'), rec('d', int(d))]);
+  poll(int(7), 100);
+  t.same(sent.pop(), ['i', 'd'], 'first cycle publishes everything');
+  poll(int(7), 102);
+  t.equal(sent.length, 0, 'same integer, change inside the deadband: nothing');
+  poll(int(8), 103);
+  t.same(sent.pop(), ['i', 'd'], 'integer change; drift adds up to the deadband');
+  poll(dbl(8), 103);
+  t.same(sent.pop(), ['i'], 'same number of another type: a change');
+  poll(int(8), 103);
+  t.same(sent.pop(), ['i'], 'and back');
+  poll(undefined, 103);
+  t.same(sent.pop(), ['i'], 'failure');
+  poll(int(0), 101);
+  t.same(sent.pop(), ['i'], 'value again (0)');
+  poll(int(0), 101);
+  t.equal(sent.length, 0, '0 again: nothing');
+});
+
 t.test('payload shapes', async (t) => {
   const records = [rec('temp', dbl(1e7)), rec('bad', undefined, 'Driver not attached'), rec('l', { type: 'LONG', value: 2n ** 62n })];
   const json = JSON.parse(encodeTelemetry('p', records, 'json', true).toString());
