@@ -42,7 +42,8 @@ export class SessionStore {
     public maxCount: number,
     /** Inactivity interval in seconds (rest.session.inactivity.interval); ≤ 0 disables expiry. */
     public inactivitySeconds: number,
-    private readonly now: () => number = monotonicMs,
+    /** The store's clock (monotonic milliseconds): expired() and touch() take one reading from it. */
+    readonly now: () => number = monotonicMs,
     /** rest.session.max.per.identity: beyond it an identity's own least recently used session goes. */
     public maxPerIdentity = Infinity,
     /** Administrators' sessions are never evicted for another identity's logins. */
@@ -93,12 +94,12 @@ export class SessionStore {
   }
 
   /** Strictly greater than the interval (as Kura compares); the creating request is never expired. */
-  expired(s: Session): boolean {
-    return this.inactivitySeconds > 0 && this.now() - s.lastActivity > this.inactivitySeconds * 1000;
+  expired(s: Session, now = this.now()): boolean {
+    return this.inactivitySeconds > 0 && now - s.lastActivity > this.inactivitySeconds * 1000;
   }
 
-  touch(s: Session): void {
-    s.lastActivity = this.now();
+  touch(s: Session, now = this.now()): void {
+    s.lastActivity = now;
     if (s.id === this.newest) return;
     this.sessions.delete(s.id);
     this.sessions.set(s.id, s);

@@ -37,7 +37,9 @@ export function sessionProvider(deps: { sessions: SessionStore; identities: Iden
         const token = req.headers[XSRF_HEADER];
         if (typeof token !== 'string' || !safeEqualText(token, s.xsrfToken)) return undefined;
       }
-      if (sessions.expired(s)) {
+      // One clock reading for the expiry check and the refresh.
+      const now = sessions.now();
+      if (sessions.expired(s, now)) {
         sessions.invalidate(s);
         return undefined;
       }
@@ -47,7 +49,7 @@ export function sessionProvider(deps: { sessions: SessionStore; identities: Iden
         sessions.invalidate(s);
         return undefined;
       }
-      sessions.touch(s);
+      sessions.touch(s, now);
       return s.user;
     },
   };
