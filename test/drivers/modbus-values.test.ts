@@ -170,6 +170,16 @@ t.test('coalescing: fewest requests per unit and table, split at 125 registers a
   t.same(planReads(coils, 0).map((b) => [b.fc, b.address, b.quantity]), [[1, 0, 2000], [1, 2000, 500]]);
 });
 
+t.test('channel specs of one layout share its fields; each keeps only its address (memory at tens of thousands of channels)', async (t) => {
+  const spec = (addr: number, unit = 1) => parseChannel({ 'unit.id': unit, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': addr, 'data.type': 'INT32' }, 'LONG', 'x').value;
+  const a = spec(10);
+  const b = spec(20);
+  t.same(Object.keys(a), ['address'], 'own field: the address');
+  t.equal(Object.getPrototypeOf(a), Object.getPrototypeOf(b), 'one layout object');
+  t.not(Object.getPrototypeOf(spec(10, 2)), Object.getPrototypeOf(a), 'another unit: another layout');
+  t.match({ ...Object.getPrototypeOf(b), address: b.address }, { unitId: 1, table: 'HOLDING_REGISTERS', address: 19, count: 2, dataType: 'INT32', order: 'BIG_ENDIAN', valueType: 'LONG', arrayLength: 1, scaleOnWrite: false });
+});
+
 t.test('channels of one layout share one specialised decoder (memory at tens of thousands of channels)', async (t) => {
   const a = decoderFor({ dataType: 'INT16', valueType: 'INTEGER', order: 'BIG_ENDIAN' });
   t.equal(decoderFor({ dataType: 'INT16', valueType: 'INTEGER', order: 'BIG_ENDIAN' }), a, 'the same function');
