@@ -144,6 +144,36 @@ t.test('answers are sent byte-exact with their UTF-8 length, ASCII or not', asyn
   }
 });
 
+t.test("a route's reply writes the value its handler's promise gives, after synchronous and asynchronous stages; a reply that throws is the family's 500", async (t) => {
+  for (const asyncStage of [false, true]) {
+    const server = new HttpServer(log, DEFAULT_LIMITS);
+    const json = jsonFamily('json');
+    // An asynchronous stage (a BASIC client's first password check) takes the server's other path.
+    if (asyncStage) server.use(() => new Promise<void>((r) => setImmediate(r)));
+    const replies: unknown[] = [];
+    const reply = (ctx: any, value: unknown) => {
+      replies.push(value);
+      if (value === 'bad') throw new Error('secret reply failure');
+      ctx.json(200, { value });
+    };
+    server.route('GET', '/later', json, () => new Promise((r) => setImmediate(() => r('answer'))), undefined, reply);
+    server.route('GET', '/bad', json, () => Promise.resolve('bad'), undefined, reply);
+    server.route('GET', '/none', json, () => Promise.resolve(), undefined);
+    await server.listen([{ port: 0, kind: 'http' }], '127.0.0.1');
+    t.teardown(() => server.close(0));
+    const ports = { http: [server.listeners()[0]!.port], https: [] as number[], clientAuth: [] as number[] };
+    const later = await request(ports, '/later');
+    t.equal(later.status, 200, `async stage ${asyncStage}`);
+    t.same(later.json(), { value: 'answer' });
+    const bad = await request(ports, '/bad');
+    t.equal(bad.status, 500);
+    t.same(bad.json(), { message: 'An internal error occurred' });
+    const none = await request(ports, '/none');
+    t.equal(none.status, 204, 'no reply, no answer: 204');
+    t.same(replies, ['answer', 'bad']);
+  }
+});
+
 t.test('garbage on the socket gets 400 and the server keeps serving', async (t) => {
   const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
   const answer = await new Promise<string>((resolve) => {
