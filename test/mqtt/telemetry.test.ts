@@ -19,20 +19,19 @@ const rec = (name: string, value: TypedValue | undefined, error?: string): Chann
   value ? { name, status: 'SUCCESS', valueType: value.type, value, timestamp: 1000 } : { name, status: 'FAILURE', valueType: 'DOUBLE', error, timestamp: 1000 };
 const dbl = (v: number): TypedValue => ({ type: 'DOUBLE', value: v });
 
-t.test('report by exception', async (t) => {
-  const asset: AssetConfig = {
-    pid: 'p',
-    driverPid: 'sim',
-    description: '',
-    pollInterval: 100,
-    publishMaxInterval: 10_000,
-    channels: [channel('temp', 'DOUBLE', 'READ', {}, { deadband: 0.5 }), channel('s', 'STRING', 'READ'), channel('n', 'DOUBLE', 'READ')],
-  };
+/** Telemetry for one asset `p` with these channels; `sent` gets the channel names of each publication. */
+function reportingOf(channels: AssetConfig['channels'], publishMaxInterval: number, now?: () => number) {
+  const asset: AssetConfig = { pid: 'p', driverPid: 'sim', description: '', pollInterval: 100, publishMaxInterval, channels };
   // A minimal AssetService: telemetry only uses get() and onPoll().
   const assets = { get: (pid: string) => (pid === 'p' ? asset : undefined), onPoll: () => () => {} } as unknown as AssetService;
   const sent: string[][] = [];
+  const tel = new Telemetry({ assets, log: silentLogger, publish: (_pid, rs) => void sent.push(rs.map((r) => r.name)), now });
+  return { tel, sent };
+}
+
+t.test('report by exception', async (t) => {
   let now = 0;
-  const tel = new Telemetry({ assets, log: silentLogger, publish: (_pid, rs) => void sent.push(rs.map((r) => r.name)), now: () => now });
+  const { tel, sent } = reportingOf([channel('temp', 'DOUBLE', 'READ', {}, { deadband: 0.5 }), channel('s', 'STRING', 'READ'), channel('n', 'DOUBLE', 'READ')], 10_000, () => now);
   const poll = (temp: number | undefined, s: string, n = 1) => tel.onPoll('p', [rec('temp', temp === undefined ? undefined : dbl(temp), 'timeout'), rec('s', { type: 'STRING', value: s }), rec('n', dbl(n))]);
 
   poll(20, 'a');
@@ -66,17 +65,7 @@ t.test('report by exception', async (t) => {
 });
 
 t.test('report by exception of INTEGER channels (kept as the number itself)', async (t) => {
-  const asset: AssetConfig = {
-    pid: 'p',
-    driverPid: 'sim',
-    description: '',
-    pollInterval: 100,
-    publishMaxInterval: 0,
-    channels: [channel('i', 'INTEGER', 'READ'), channel('d', 'INTEGER', 'READ', {}, { deadband: 3 })],
-  };
-  const assets = { get: (pid: string) => (pid === 'p' ? asset : undefined), onPoll: () => () => {} } as unknown as AssetService;
-  const sent: string[][] = [];
-  const tel = new Telemetry({ assets, log: silentLogger, publish: (_pid, rs) => void sent.push(rs.map((r) => r.name)) });
+  const { tel, sent } = reportingOf([channel('i', 'INTEGER', 'READ'), channel('d', 'INTEGER', 'READ', {}, { deadband: 3 })], 0);
   const int = (v: number): TypedValue => ({ type: 'INTEGER', value: v });
   const poll = (i: TypedValue | undefined, d: number) => tel.onPoll('p', [rec('i', i, 'timeout'), rec('d', int(d))]);
   poll(int(7), 100);
