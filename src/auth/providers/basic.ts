@@ -25,6 +25,16 @@ export interface BasicDeps {
 const REFRESH_MS = 1000;
 
 export function basicProvider(deps: BasicDeps): AuthProvider {
+  /**
+   * The identity `user` names when a request of it may be answered from the verification cache:
+   * not throttled, the identity file's edits looked for, no password change pending.
+   */
+  const cacheable = (user: string, address: string) => {
+    if (deps.throttle.wait(user, address) !== 0) return undefined;
+    deps.identities.refreshIfChanged(REFRESH_MS);
+    const known = deps.identities.get(user);
+    return known && !known.passwordChangeNeeded ? known : undefined;
+  };
   return {
     name: 'basic',
     priority: BASIC_PRIORITY,
@@ -34,21 +44,15 @@ export function basicProvider(deps: BasicDeps): AuthProvider {
       // The header this client sent before and that verified (the usual case): one keyed digest,
       // no decoding. Anything else (throttled, a changed identity) takes the full path below.
       const seen = deps.basicCache.header(header);
-      if (seen && deps.throttle.wait(seen.user, req.remoteAddress) === 0) {
-        deps.identities.refreshIfChanged(REFRESH_MS);
-        const known = deps.identities.get(seen.user);
-        if (known && !known.passwordChangeNeeded && known.credentials === seen.credentials) return known.name;
-      }
+      const again = seen && cacheable(seen.user, req.remoteAddress);
+      if (again && again.credentials === seen.credentials) return again.name;
       const creds = parseBasic(header);
       if (!creds) return undefined;
       if (deps.identities.get(creds.user)?.passwordChangeNeeded) return undefined;
-      if (deps.throttle.wait(creds.user, req.remoteAddress) === 0) {
-        deps.identities.refreshIfChanged(REFRESH_MS);
-        const known = deps.identities.get(creds.user);
-        if (known && !known.passwordChangeNeeded && deps.basicCache.has(creds, known.credentials)) {
-          deps.basicCache.rememberHeader(header, known.name, known.credentials);
-          return known.name;
-        }
+      const known = cacheable(creds.user, req.remoteAddress);
+      if (known && deps.basicCache.has(creds, known.credentials)) {
+        deps.basicCache.rememberHeader(header, known.name, known.credentials);
+        return known.name;
       }
       return deps.checkPassword(creds.user, creds.password, req.remoteAddress, true).then((r) => {
         if (!r.identity || r.identity.passwordChangeNeeded) return undefined;
