@@ -37,6 +37,9 @@ export interface PasswordCheck {
   throttled: boolean;
 }
 
+/** A cookie value without its optional double quotes (RFC 6265 §4.1.1 cookie-value). */
+const unquote = (v: string): string => (v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v);
+
 /** `Cookie` header values by name (first occurrence wins). */
 export function parseCookies(header: string | undefined): Map<string, string> {
   const out = new Map<string, string>();
@@ -45,9 +48,7 @@ export function parseCookies(header: string | undefined): Map<string, string> {
     const i = part.indexOf('=');
     if (i <= 0) continue;
     const name = part.slice(0, i).trim();
-    let value = part.slice(i + 1).trim();
-    if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
-    if (name && !out.has(name)) out.set(name, value);
+    if (name && !out.has(name)) out.set(name, unquote(part.slice(i + 1).trim()));
   }
   return out;
 }
@@ -63,8 +64,7 @@ export function cookieValue(header: string | undefined, name: string): string | 
     if (end < 0) end = header.length;
     const eq = header.indexOf('=', start);
     if (eq > start && eq < end && header.slice(start, eq).trim() === name) {
-      const value = header.slice(eq + 1, end).trim();
-      return value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
+      return unquote(header.slice(eq + 1, end).trim());
     }
     start = end + 1;
   }
