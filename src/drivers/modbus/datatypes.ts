@@ -133,13 +133,20 @@ export type Decoder = (data: Buffer, at: number, bytes: number) => TypedValue | 
  * rest call decodeRegisters() itself. Same results (test/drivers/modbus-values.test.ts).
  */
 export function decoderFor(layout: ValueLayout): Decoder {
-  // The specialised decoders depend on the data type, value type and order alone: one per
-  // combination, shared by every channel (closures per channel cost about 200 bytes each, which
-  // tens of thousands of channels feel under the launcher's heap bound).
+  return layoutDecoder(layout) ?? ((data, at, bytes) => decodeRegisters(data, layout, at, bytes));
+}
+
+/**
+ * The specialised decoder of a layout, or undefined where decodeRegisters() itself is the decoder.
+ * They depend on the data type, value type and order alone: one per combination, shared by every
+ * channel (a closure per channel costs about 200 bytes, which tens of thousands of channels feel
+ * under the launcher's heap bound).
+ */
+export function layoutDecoder(layout: ValueLayout): Decoder | undefined {
   const key = `${layout.dataType}:${layout.valueType}:${layout.order}`;
   let d = specialised.get(key);
   if (d === undefined) specialised.set(key, (d = specialise(layout) ?? null));
-  return d ?? ((data, at, bytes) => decodeRegisters(data, layout, at, bytes));
+  return d ?? undefined;
 }
 
 const specialised = new Map<string, Decoder | null>();

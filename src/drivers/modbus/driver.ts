@@ -9,7 +9,7 @@ import { channelSpecs, SpecError, type ChannelSpec } from '../props.js';
 import type { ModbusClient, RequestOptions } from './client.js';
 import { parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
 import { exceptionName, isBitTable, MAX_WRITE_BITS, MAX_WRITE_REGISTERS, type Table } from './constants.js';
-import { decodeRegisters, decoderFor, encodeRegisters, type Decoder } from './datatypes.js';
+import { decodeRegisters, encodeRegisters, layoutDecoder, type Decoder } from './datatypes.js';
 import type { ModbusRequest, ModbusResponse } from './pdu.js';
 import { planReads, type ReadBlock, type ReadItem } from './plan.js';
 import type { LineStats } from './transport.js';
@@ -32,8 +32,8 @@ function exceptionMessage(code: number, what: string, unitId: number): string {
 
 /**
  * A planned read request (plan.ts ReadBlock) with its channels as parallel lists: position in the
- * caller's list, spec and decoder. No object per channel: a poll plan of 10,000 channels kept
- * 10,000 ReadItems (0.5 MB) for as long as it was used.
+ * caller's list, spec and decoder (undefined: decodeRegisters with the spec). No object per channel:
+ * a poll plan of 10,000 channels kept 10,000 ReadItems (0.5 MB) for as long as it was used.
  */
 interface PlannedRead {
   unitId: number;
@@ -48,7 +48,7 @@ interface PlannedRead {
 
 function planned(b: ReadBlock): PlannedRead {
   const { unitId, table, fc, address, quantity, items } = b;
-  return { unitId, table, fc, address, quantity, index: items.map((i) => i.index), specs: items.map((i) => i.spec), decode: items.map((i) => i.decode) };
+  return { unitId, table, fc, address, quantity, index: items.map((i) => i.index), specs: items.map((i) => i.spec), decode: items.map((i) => layoutDecoder(i.spec)) };
 }
 
 /** One channel's write, encoded: registers (two bytes each) or one coil. */
@@ -101,7 +101,7 @@ export class ModbusDriverImpl implements ModbusDriver {
       const items: ReadItem[] = [];
       channels.forEach((ch, index) => {
         const s = this.spec(ch);
-        if (!(s instanceof SpecError)) items.push({ index, spec: s, decode: decoderFor(s) });
+        if (!(s instanceof SpecError)) items.push({ index, spec: s });
         else invalid.push([index, { ok: false, error: `Invalid Modbus channel configuration: ${s.error}` }]);
       });
       this.lastPlan = plan = { channels, blocks: planReads(items, this.config.maxGap).map(planned), invalid };

@@ -6,14 +6,11 @@
 
 import { MAX_READ_BITS, MAX_READ_REGISTERS, READ_FC, isBitTable, type Table } from './constants.js';
 import type { ModbusChannelSpec } from './config.js';
-import type { Decoder } from './datatypes.js';
 
 export interface ReadItem {
   /** Position of the channel in the caller's list (results go back there). */
   index: number;
   spec: ModbusChannelSpec;
-  /** The channel's decoder (datatypes.ts decoderFor), when the caller made one. */
-  decode?: Decoder;
 }
 
 export interface ReadBlock {
