@@ -202,19 +202,14 @@ export function parseBrokerUrl(url: string): { host: string; port: number; secur
 }
 
 /**
- * A PUBLISH packet [MQTT-3.3] in one buffer: fixed header (DUP, QoS, RETAIN), Remaining Length,
- * topic, packet identifier (QoS > 0), payload; what mqtt-packet generates, without its
- * intermediate buffers (telemetry sends one per poll). Undefined for what only mqtt-packet
- * handles or refuses (a string payload, a topic over 65,535 bytes or with a NUL or wildcard, a
- * packet over the protocol's size limit, QoS 1 without a packet identifier).
+ * A PUBLISH packet [MQTT-3.3] up to its payload: fixed header (DUP, QoS, RETAIN), Remaining Length,
+ * topic, packet identifier (QoS > 0); followed by the payload, the bytes mqtt-packet generates,
+ * without its intermediate buffers and without copying the payload (telemetry sends one per poll).
+ * Undefined for what only mqtt-packet handles or refuses (a string payload, a topic over 65,535
+ * bytes or with a NUL or wildcard, a packet over the protocol's size limit, QoS 1 without a packet
+ * identifier).
  */
-export function encodePublish(p: mqttPacket.IPublishPacket): Buffer | undefined {
-  const head = publishHead(p);
-  return head && Buffer.concat([head, p.payload as Buffer]);
-}
-
-/** encodePublish's bytes before the payload. */
-function publishHead(p: mqttPacket.IPublishPacket): Buffer | undefined {
+export function publishHead(p: mqttPacket.IPublishPacket): Buffer | undefined {
   const payload = p.payload;
   const qos = p.qos ?? 0;
   if (!Buffer.isBuffer(payload) || qos > 1 || (qos === 1 && p.messageId === undefined) || /[\u0000#+]/.test(p.topic)) return undefined;

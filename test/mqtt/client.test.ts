@@ -4,7 +4,7 @@
 import t from 'tap';
 import fs from 'node:fs';
 import net from 'node:net';
-import { MqttClient, encodePublish, type MqttClientOptions } from '../../src/mqtt/client.js';
+import { MqttClient, publishHead, type MqttClientOptions } from '../../src/mqtt/client.js';
 import { createLogger, silentLogger } from '../../src/log.js';
 import { startMosquitto, mosquittoSkip, type Broker } from '../helpers/mosquitto.js';
 import { startFakeBroker, connack } from '../helpers/fake-broker.js';
@@ -212,20 +212,21 @@ t.test('PUBACKs coalesced with other packets or split across reads all settle th
   await dev.end();
 });
 
-t.test('encodePublish writes the bytes mqtt-packet generates', async (t) => {
+t.test('publishHead and the payload are the bytes mqtt-packet generates', async (t) => {
   let n = 0;
   for (const topic of ['a', 'acct/gw/assets/plc', 'é/ü/😀', 'x'.repeat(300)]) {
     for (const size of [0, 1, 100, 123, 124, 16_380, 16_384, 70_000, 2_097_200]) {
       for (const [qos, dup, retain] of [[0, false, false], [1, false, true], [1, true, false]] as const) {
         const p: mqttPacket.IPublishPacket = { cmd: 'publish', topic, payload: Buffer.alloc(size, size % 251), qos, dup, retain, messageId: qos ? 40_000 + n : undefined };
-        const mine = encodePublish(p);
+        const head = publishHead(p);
+        const mine = head && Buffer.concat([head, p.payload as Buffer]);
         if (!mine || !mine.equals(mqttPacket.generate(p))) t.fail(`differs: ${topic.slice(0, 20)} ${size} ${qos} ${dup} ${retain}`);
         n++;
       }
     }
   }
   t.pass(`${n} packets the same`);
-  for (const topic of ['', 'a/#', 'a/+/b', 'nul\u0000']) t.equal(encodePublish({ cmd: 'publish', topic, payload: Buffer.from('x'), qos: 0, dup: false, retain: false }), undefined, `left to mqtt-packet: ${JSON.stringify(topic)}`);
+  for (const topic of ['', 'a/#', 'a/+/b', 'nul\u0000']) t.equal(publishHead({ cmd: 'publish', topic, payload: Buffer.from('x'), qos: 0, dup: false, retain: false }), undefined, `left to mqtt-packet: ${JSON.stringify(topic)}`);
 });
 
 t.test('a broker that goes silent is detected within 1.5 x keep-alive', async (t) => {
