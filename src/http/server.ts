@@ -443,12 +443,12 @@ export class HttpServer {
   }
 }
 
-/** How long a connection closed with its request body unread still takes (and drops) input. */
+/** How long a connection closed with its request unread still takes (and drops) input. */
 const LINGER_MS = 500;
 
 /**
- * Closes a connection whose request body was left unread, after its answer: FIN first, then the
- * socket a moment later. Closing at once with the client's bytes still arriving makes the kernel
+ * Closes a connection whose request was not read whole (a body left unread, a malformed or
+ * oversized head), after its answer: FIN first, then the socket a moment later. Closing at once with the client's bytes still arriving makes the kernel
  * answer with a reset, which can destroy the answer before the client has read it (the "lingering
  * close" of RFC 9112 §9.6); the delay is short, so a slow sender is still cut.
  */
