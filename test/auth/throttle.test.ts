@@ -5,12 +5,11 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { ROOT, startDaemon } from '../helpers/daemon.js';
+import { startDaemon } from '../helpers/daemon.js';
+import { launcherHeapOptions } from '../helpers/launch.mjs';
 import { LoginThrottle } from '../../src/auth/throttle.js';
 
 v8.setFlagsFromString('--expose-gc');
@@ -70,8 +69,7 @@ t.test('a correct client certificate is never delayed', { skip: !haveOpenssl() &
 // Issue 13 item 4: failed logins with distinct 15 KB names from a few hundred addresses filled the
 // throttle's tables with the names themselves until the heap (48 MB under the launcher) gave out.
 t.test('distinct 15 KB user names from 300 addresses: the throttle stays bounded, the daemon serves', async (t) => {
-  const flags = /^NODE_FLAGS="([^"]*)"/m.exec(fs.readFileSync(path.join(ROOT, 'rootfs/usr/bin/gatewayd'), 'utf8'))![1];
-  const d = await startDaemon(t, { identities: { foo: { password: 'Foo-pw-123' } } }, { env: { NODE_OPTIONS: flags } });
+  const d = await startDaemon(t, { identities: { foo: { password: 'Foo-pw-123' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() } });
   const post = (username: string, localAddress: string) =>
     new Promise<number>((resolve) => {
       const body = JSON.stringify({ username, password: 'wrong' });

@@ -7,6 +7,7 @@ export const LAUNCHER: string;
 export const READY: RegExp;
 
 export function launcherNodeFlags(file?: string): string[] | undefined;
+export function launcherHeapOptions(file?: string): string;
 export function launcherEnv(file?: string): Record<string, string>;
 export function deviceSettings(file?: string): { flags: string[]; env: Record<string, string> };
 export function writeConfigFile(dir: string, config: unknown): string;

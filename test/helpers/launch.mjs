@@ -43,6 +43,15 @@ export function launcherNodeFlags(file = LAUNCHER) {
   return [...new Set(flags)];
 }
 
+/**
+ * The launcher's heap bound (`--max-*-space-size` flags) as NODE_OPTIONS text, for a test that
+ * starts the bundle itself under the device's heap: NODE_OPTIONS refuses some of the launcher's
+ * other flags (`--no-memory-reducer`).
+ */
+export function launcherHeapOptions(file = LAUNCHER) {
+  return (launcherNodeFlags(file) ?? []).filter((f) => /^--max-[a-z-]+-space-size=/.test(f)).join(' ');
+}
+
 /** The environment the launcher exports (`export NAME=${NAME:-default}` or `export NAME=value`). */
 export function launcherEnv(file = LAUNCHER) {
   const env = {};

@@ -4,18 +4,16 @@
 // In each, memory stays bounded, the slow ones are cut, and a prompt legitimate client gets in.
 
 import t from 'tap';
-import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import path from 'node:path';
-import { ROOT, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import { launcherHeapOptions } from '../helpers/launch.mjs';
 
 const LOGIN = '/services/session/v1/login/password';
 const PW = 'Legit-pw-123';
 const identities = { legit: { password: PW, permissions: ['rest.assets'] } };
 // The launcher's V8 flags (a heap of 48 MB): the bound the device runs with.
-const launcherFlags = /^NODE_FLAGS="([^"]*)"/m.exec(fs.readFileSync(path.join(ROOT, 'rootfs/usr/bin/gatewayd'), 'utf8'))![1];
-const env = { NODE_OPTIONS: launcherFlags };
+const env = { NODE_OPTIONS: launcherHeapOptions() };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
