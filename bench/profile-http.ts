@@ -7,8 +7,14 @@
 //
 //   node bench/out/profile-http.mjs [--seconds 5] [--repeats 3] [--connections 10]
 //        [--only session,basic,bare,fastify] [--callgrind] [--cpu-prof DIR] [--bundle A.js --bundle B.js]
+//        [--node-flags "--max-semi-space-size=1 …" | --launcher-flags] [--idle S]
 //
 // --bundle (repeatable): measure these bundles instead of dist/gatewayd.js, side by side (A/B).
+// --node-flags: node flags for gatewayd (not the baselines); --launcher-flags: the launcher's own
+// (rootfs/usr/bin/gatewayd's NODE_FLAGS), as a device runs it.
+// --idle S: every server sits idle S seconds before each warm-up. V8 shrinks the heap
+// of a process that has gone idle (its memory reducer), and what gatewayd costs per request after
+// that is what a device that was idle for a while pays (docs/installation.md "The launcher").
 //
 // --cpu-prof DIR: gatewayd runs with node's --cpu-prof (one .cpuprofile per repetition, its whole
 // life: start-up and warm-up are a small part of a 20,000-request run).
@@ -20,7 +26,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BUNDLE, READY, watchLines, writeConfigFile } from '../test/helpers/launch.mjs';
+import { BUNDLE, READY, launcherNodeFlags, watchLines, writeConfigFile } from '../test/helpers/launch.mjs';
 import { basicHeaders, login, request, sessionHeaders } from './lib/client.js';
 import { OUT, runWrk, threadCpuMs } from './lib/proc.js';
 import { ASSET, demoConfig, PASSWORD, USER } from './lib/setup.js';
@@ -36,10 +42,12 @@ interface Args {
   cpuProf?: string;
   /** Bundles to compare (A/B of a change); default dist/gatewayd.js. */
   bundles: string[];
+  nodeFlags: string[];
+  idleS: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 5, repeats: 3, connections: 10, only: ['session', 'basic', 'bare', 'fastify'], callgrind: false, bundles: [] };
+  const a: Args = { seconds: 5, repeats: 3, connections: 10, only: ['session', 'basic', 'bare', 'fastify'], callgrind: false, bundles: [], nodeFlags: [], idleS: 0 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = () => argv[++i] ?? '';
@@ -50,6 +58,9 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--callgrind') a.callgrind = true;
     else if (k === '--cpu-prof') a.cpuProf = path.resolve(v());
     else if (k === '--bundle') a.bundles.push(path.resolve(v()));
+    else if (k === '--node-flags') a.nodeFlags = v().split(/\s+/).filter(Boolean);
+    else if (k === '--launcher-flags') a.nodeFlags = launcherNodeFlags() ?? [];
+    else if (k === '--idle') a.idleS = Number(v());
     else throw new Error(`unknown option ${k}`);
   }
   if (a.bundles.length === 0) a.bundles.push(BUNDLE);
@@ -89,7 +100,7 @@ async function startGw(bundle: string, dir: string, config: Record<string, unkno
   const configFile = writeConfigFile(dir, config);
   const cgFile = args.callgrind ? path.join(dir, `gw.cg.${rep}`) : undefined;
   const prof = args.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', args.cpuProf] : [];
-  const argv = [...(cgFile ? valgrindArgs(cgFile) : []), process.execPath, ...prof, bundle, '--config', configFile];
+  const argv = [...(cgFile ? valgrindArgs(cgFile) : []), process.execPath, ...prof, ...args.nodeFlags, bundle, '--config', configFile];
   const { proc, lines } = spawnServer(argv, dir);
   await lines.waitFor(READY, args.callgrind ? 300_000 : 20_000);
   return { proc, pid: proc.pid!, port, cgFile, stop: stopper(proc) };
@@ -128,6 +139,7 @@ async function measure(s: Server, args: Args): Promise<number> {
     if (r.bad > 0) throw new Error(`${s.name}: ${r.bad} non-200 answers or socket errors`);
     return r.requests;
   };
+  if (args.idleS > 0) await new Promise((r) => setTimeout(r, args.idleS * 1000));
   // One request alone first: BASIC's first check hashes the password (then it is cached).
   const one = await request({ port: s.port }, READ, { headers: s.headers });
   if (one.status !== 200) throw new Error(`${s.name}: HTTP ${one.status}`);
