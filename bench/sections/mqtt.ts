@@ -28,7 +28,7 @@ export async function mqttSection(res: Results, opt: Options): Promise<void> {
     scope.teardown(() => broker.close());
     const { config } = await demoConfig();
     config.mqtt = { enabled: true, 'broker-url': broker.url, 'client-id': 'gatewayd', 'payload.encoding': 'json', 'clean-session': true };
-    const gw = await startGatewayd(scope, config);
+    const gw = await startGatewayd(scope, config, { launcher: true });
     const toGw = await startJsonChild(scope, 'mqtt-load', [String(broker.port), 'gatewayd', ASSET]);
 
     // The ready line does not wait for MQTT (docs/mqtt.md): ask until gatewayd has subscribed.
@@ -113,7 +113,7 @@ async function outboxWrites(res: Results, opt: Options): Promise<void> {
     const { config } = await demoConfig();
     config.assets[ASSET]['poll.interval'] = 100;
     config.mqtt = { enabled: true, 'broker-url': broker.url, 'client-id': 'gatewayd', 'payload.encoding': 'json' };
-    const gw = await startGatewayd(scope, config);
+    const gw = await startGatewayd(scope, config, { launcher: true });
     const dataDir = path.join(gw.dir, 'data');
     const ms = (opt.quick ? 5 : 20) * 1000;
     const perHour = (x: number) => Math.round((x / ms) * 3_600_000);
