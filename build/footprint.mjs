@@ -109,7 +109,10 @@ async function measure(flags) {
     await sleep(2000);
     const idle = status(proc.pid);
     const basic = { authorization: 'Basic ' + Buffer.from('admin:footprint-pass').toString('base64') };
-    await pool(REQUESTS, 10, () => request(port, '/services/assets/demo/_read', { headers: basic }));
+    // One read alone first: its password check hashes (then the daemon knows the header), and ten at
+    // once from one address would be more checks than the daemon lets one client queue.
+    await pool(1, 1, () => request(port, '/services/assets/demo/_read', { headers: basic }));
+    await pool(REQUESTS - 1, 10, () => request(port, '/services/assets/demo/_read', { headers: basic }));
     const body = JSON.stringify({ username: 'admin', password: 'footprint-pass' });
     await pool(LOGINS, 4, () => request(port, '/services/session/v1/login/password', { method: 'POST', body, headers: { 'content-type': 'application/json' } }));
     await sleep(2000);
