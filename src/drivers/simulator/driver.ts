@@ -7,8 +7,10 @@
 import type { ChannelConfig, TypedValue } from '../../assets/types.js';
 import { fromNumber } from '../../assets/values.js';
 import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
-import { channelSpecs, SpecError, type ChannelSpec } from '../props.js';
+import { channelSpecs, SpecError } from '../props.js';
 import { parseChannel, type SimulatorChannelSpec } from './config.js';
+
+const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class SimulatorDriver implements Driver {
   private memory = new Map<string, TypedValue>();
@@ -39,11 +41,15 @@ export class SimulatorDriver implements Driver {
     }
   }
 
-  /** Waits for the slowest channel of the batch, like a slow device on a bus. */
-  private latency(specs: ChannelSpec<SimulatorChannelSpec>[]): Promise<void> | undefined {
+  /** The slowest `delay` of the batch's channels, like a slow device on a bus (0: none, or closed). */
+  private delayOf(channels: readonly ChannelConfig[]): number {
     let ms = 0;
-    for (const s of specs) if (!(s instanceof SpecError) && s.delay > ms) ms = s.delay;
-    return ms > 0 ? new Promise((r) => setTimeout(r, ms)) : undefined;
+    if (this.closed) return ms;
+    for (const ch of channels) {
+      const s = this.spec(ch);
+      if (!(s instanceof SpecError) && s.delay > ms) ms = s.delay;
+    }
+    return ms;
   }
 
   /**
@@ -51,17 +57,12 @@ export class SimulatorDriver implements Driver {
    * answered in one pass, with one promise.
    */
   read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
-    if (!this.closed) {
-      for (let i = 0; i < channels.length; i++) {
-        const s = this.spec(channels[i]!);
-        if (!(s instanceof SpecError) && s.delay > 0) return this.delayedRead(channels);
-      }
-    }
-    return Promise.resolve(this.sample(channels));
+    const ms = this.delayOf(channels);
+    return ms > 0 ? this.delayedRead(channels, ms) : Promise.resolve(this.sample(channels));
   }
 
-  private async delayedRead(channels: ChannelConfig[]): Promise<ChannelResult[]> {
-    await this.latency(channels.map(this.spec));
+  private async delayedRead(channels: ChannelConfig[], ms: number): Promise<ChannelResult[]> {
+    await wait(ms);
     return this.sample(channels);
   }
 
@@ -79,13 +80,12 @@ export class SimulatorDriver implements Driver {
   }
 
   async write(requests: WriteRequest[]): Promise<ChannelResult[]> {
-    const specs = requests.map((r) => this.spec(r.channel));
-    const wait = this.closed ? undefined : this.latency(specs);
-    if (wait) await wait;
+    const ms = this.delayOf(requests.map((r) => r.channel));
+    if (ms > 0) await wait(ms);
     if (this.closed) return closedResults(requests.length);
     const timestamp = Date.now();
-    return requests.map((r, i) => {
-      const s = specs[i];
+    return requests.map((r) => {
+      const s = this.spec(r.channel);
       if (s instanceof SpecError) return { ok: false, error: `Invalid simulator channel configuration: ${s.error}` };
       if (s.simulation !== 'memory') return { ok: false, error: `Simulated channel ${r.channel.name} (${s.simulation}) is not writable` };
       this.memory.set(r.channel.name, r.value);
