@@ -3,6 +3,7 @@
 import t from 'tap';
 import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, heapWarning } from '../../src/config/heap.js';
 import { startDaemon } from '../helpers/daemon.js';
+import { launcherHeapOptions } from '../helpers/launch.mjs';
 
 const MB = 1048576;
 
@@ -27,7 +28,7 @@ function config(channels: number) {
 }
 
 t.test('the daemon warns at start when the channels are many for its heap bound, and starts', async (t) => {
-  const env = { NODE_OPTIONS: '--max-old-space-size=48 --max-semi-space-size=1' }; // the launcher's heap flags
+  const env = { NODE_OPTIONS: launcherHeapOptions() }; // the launcher's heap flags
   const big = await startDaemon(t, config(30_000), { env });
   const line = big.logs.find((l) => /many channels for the heap bound/.test(l));
   t.ok(line, 'warned');

@@ -3,6 +3,7 @@
 // serving, and smaller requests are answered (docs/configuration-v2.md).
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
+import { launcherHeapOptions } from '../helpers/launch.mjs';
 import { basic } from '../helpers/session-client.js';
 
 const C = '/services/configuration/v2';
@@ -17,7 +18,7 @@ t.test('configurations beyond the heap bound: 413, and the daemon goes on servin
   const d = await startDaemon(
     t,
     { identities: { admin: { password: 'Admin-pass-12', permissions: ['kura.admin'], passwordChangeNeeded: false } }, drivers: { sim: { factory: 'simulator' } }, assets },
-    { env: { NODE_OPTIONS: '--max-old-space-size=48 --max-semi-space-size=1' } }, // the launcher's heap bound
+    { env: { NODE_OPTIONS: launcherHeapOptions() } }, // the launcher's heap bound
   );
   const admin = basic(d, 'admin', 'Admin-pass-12');
   const post = (p: string, body: unknown) => admin.request(`${C}/${p}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
