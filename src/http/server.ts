@@ -448,9 +448,10 @@ const LINGER_MS = 500;
 
 /**
  * Closes a connection whose request was not read whole (a body left unread, a malformed or
- * oversized head), after its answer: FIN first, then the socket a moment later. Closing at once with the client's bytes still arriving makes the kernel
- * answer with a reset, which can destroy the answer before the client has read it (the "lingering
- * close" of RFC 9112 §9.6); the delay is short, so a slow sender is still cut.
+ * oversized head), after its answer: FIN first, then the socket a moment later. Closing at once
+ * with the client's bytes still arriving makes the kernel answer with a reset, which can destroy
+ * the answer before the client has read it (the "lingering close" of RFC 9112 §9.6); the delay is
+ * short, so a slow sender is still cut.
  */
 function lingerClose(socket: Socket): void {
   socket.end();
