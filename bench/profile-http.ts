@@ -12,9 +12,9 @@
 // --bundle (repeatable): measure these bundles instead of dist/gatewayd.js, side by side (A/B).
 // --node-flags: node flags for gatewayd (not the baselines); --launcher-flags: the launcher's own
 // (rootfs/usr/bin/gatewayd's NODE_FLAGS), as a device runs it.
-// --idle S: every server sits idle S seconds before each warm-up. V8 shrinks the heap
-// of a process that has gone idle (its memory reducer), and what gatewayd costs per request after
-// that is what a device that was idle for a while pays (docs/installation.md "The launcher").
+// --idle S: every server sits idle S seconds before each warm-up. V8 shrinks the heap of a process
+// that has gone idle (its memory reducer), and what gatewayd costs per request after that is what a
+// device that was idle for a while pays (docs/installation.md "The launcher").
 //
 // --cpu-prof DIR: gatewayd runs with node's --cpu-prof (one .cpuprofile per repetition, its whole
 // life: start-up and warm-up are a small part of a 20,000-request run).
@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BUNDLE, READY, launcherNodeFlags, watchLines, writeConfigFile } from '../test/helpers/launch.mjs';
 import { basicHeaders, login, request, sessionHeaders } from './lib/client.js';
-import { OUT, runWrk, threadCpuMs } from './lib/proc.js';
+import { OUT, runWrk, sleep, threadCpuMs } from './lib/proc.js';
 import { ASSET, demoConfig, PASSWORD, USER } from './lib/setup.js';
 
 const READ = `/services/assets/${ASSET}/_read`;
@@ -139,7 +139,7 @@ async function measure(s: Server, args: Args): Promise<number> {
     if (r.bad > 0) throw new Error(`${s.name}: ${r.bad} non-200 answers or socket errors`);
     return r.requests;
   };
-  if (args.idleS > 0) await new Promise((r) => setTimeout(r, args.idleS * 1000));
+  if (args.idleS > 0) await sleep(args.idleS * 1000);
   // One request alone first: BASIC's first check hashes the password (then it is cached).
   const one = await request({ port: s.port }, READ, { headers: s.headers });
   if (one.status !== 200) throw new Error(`${s.name}: HTTP ${one.status}`);
@@ -154,7 +154,7 @@ async function measure(s: Server, args: Args): Promise<number> {
     callgrindControl(s.pid, '-d');
     const busy = lastDumpIr(s.cgFile!);
     // The same wall time idle: timers and sweeps that would have run anyway.
-    await new Promise((r) => setTimeout(r, wallMs));
+    await sleep(wallMs);
     callgrindControl(s.pid, '-d');
     const idle = lastDumpIr(s.cgFile!);
     callgrindControl(s.pid, '-i', 'off');
