@@ -204,19 +204,11 @@ class DriverCall {
   }
 
   failed(err: unknown): void {
-    const msg = (err as Error)?.message || `Driver ${this.asset.driverPid} failed`;
-    this.log.debug('driver call failed', { asset: this.asset.pid, driver: this.asset.driverPid, error: msg });
-    this.settle(failAll(this.n, msg));
+    this.settle(failAll(this.n, callFailed(this.log, this.asset, err)));
   }
 
   answered(res: unknown): void {
-    if (!Array.isArray(res) || res.length !== this.n) return this.failed(new Error(`Driver ${this.asset.driverPid} returned a malformed result`));
-    const out: ChannelResult[] = new Array(res.length);
-    for (let i = 0; i < res.length; i++) {
-      const r = res[i] as ChannelResult;
-      out[i] = r && typeof r === 'object' ? r : { ok: false, error: `Driver ${this.asset.driverPid} returned no result` };
-    }
-    this.settle(out);
+    this.settle(checkedResults(this.log, this.asset, res, this.n));
   }
 }
 
@@ -294,11 +286,16 @@ export class AssetRuntime implements AssetService {
   read(pid: string, names?: string[]): Promise<ChannelRecord[]> {
     const asset = this.assets.get(pid);
     if (!asset) return Promise.reject(new AssetNotFoundError(pid));
+    if (names) return this.readNamed(asset, names);
     // Every readable channel (a REST GET _read, a poll): none is refused, the plan is made once.
-    return names ? this.readNamed(asset, names) : this.pollRead(asset);
+    try {
+      return Promise.resolve(this.pollRead(asset));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
-  readAll<T>(pid: string, map: (records: ChannelRecord[]) => T): Promise<T> {
+  readAll<T>(pid: string, map: (records: ChannelRecord[]) => T): T | Promise<T> {
     const asset = this.assets.get(pid);
     if (!asset) return Promise.reject(new AssetNotFoundError(pid));
     return this.pollRead(asset, map);
@@ -326,7 +323,7 @@ export class AssetRuntime implements AssetService {
     return records;
   }
 
-  private sharedRead(asset: AssetConfig, channels: ChannelConfig[], key = channels.map((c) => c.name).join('\u0000')): Promise<ChannelResult[]> {
+  private sharedRead(asset: AssetConfig, channels: ChannelConfig[], key = channels.map((c) => c.name).join('\u0000')): ChannelResult[] | Promise<ChannelResult[]> {
     // A read of the whole asset (polls, GET _read) keeps its call on the plan: no map entry made
     // and removed per read.
     const plan = this.pollPlans.get(asset);
@@ -343,6 +340,7 @@ export class AssetRuntime implements AssetService {
     const pending = byKey.get(key);
     if (pending) return pending;
     const p = this.callDriver(asset, (d) => d.read(channels), channels.length);
+    if (!isThenable(p)) return p;
     byKey.set(key, p);
     const forget = () => {
       if (byKey!.get(key) === p) byKey!.delete(key);
@@ -386,26 +384,29 @@ export class AssetRuntime implements AssetService {
   }
 
   /**
-   * One driver call; never rejects: every way it can fail becomes per-channel failures (a driver
-   * error is a FAILURE record, docs/rest-api.md). A call that has not answered within `callTimeoutMs` fails its
+   * One driver call; never throws or rejects: every way it can fail becomes per-channel failures (a
+   * driver error is a FAILURE record, docs/rest-api.md). A driver that answers with the list itself
+   * gets it back checked, at once; a promise that has not settled within `callTimeoutMs` fails its
    * channels. The deadline is watched by one shared timer (`watchdog`), not a timer per call: every
    * REST read goes through here.
    */
-  private callDriver(asset: AssetConfig, op: (d: Driver) => Promise<ChannelResult[]>, n: number, slot?: { pending?: Promise<ChannelResult[]> }): Promise<ChannelResult[]> {
+  private callDriver(asset: AssetConfig, op: (d: Driver) => ChannelResult[] | Promise<ChannelResult[]>, n: number, slot?: { pending?: Promise<ChannelResult[]> }): ChannelResult[] | Promise<ChannelResult[]> {
     const driver = this.drivers.get(asset.driverPid);
-    if (!driver) return Promise.resolve(failAll(n, DRIVER_NOT_ATTACHED));
-    const call = new DriverCall(this.pendingCalls, this.log, asset, n, this.callTimeoutMs, slot);
-    this.pendingCalls.add(call);
-    // Shared before the driver runs: a driver that fails at once settles (and empties) it.
-    if (slot) slot.pending = call.promise;
-    this.armWatchdog();
-    let p: Promise<ChannelResult[]>;
+    if (!driver) return failAll(n, DRIVER_NOT_ATTACHED);
+    let p: ChannelResult[] | Promise<ChannelResult[]>;
     try {
       p = op(driver);
     } catch (err) {
-      call.failed(err);
-      return call.promise;
+      return failAll(n, callFailed(this.log, asset, err));
     }
+    // An answer from memory (the simulator): no call to watch, no promise, and the REST read that
+    // asked answers in the same step (docs/architecture.md "The cost of a request").
+    if (!isThenable(p)) return checkedResults(this.log, asset, p, n);
+    const call = new DriverCall(this.pendingCalls, this.log, asset, n, this.callTimeoutMs, slot);
+    this.pendingCalls.add(call);
+    // Shared while the driver works: the call empties it when it settles.
+    if (slot) slot.pending = call.promise;
+    this.armWatchdog();
     Promise.resolve(p).then(
       (res) => call.answered(res),
       (err) => call.failed(err),
@@ -491,9 +492,9 @@ export class AssetRuntime implements AssetService {
    * configuration, and the same list handed to the driver each cycle (drivers may cache their plan
    * for it).
    */
-  private pollRead(asset: AssetConfig): Promise<ChannelRecord[]>;
-  private pollRead<T>(asset: AssetConfig, map: (records: ChannelRecord[]) => T): Promise<T>;
-  private pollRead<T>(asset: AssetConfig, map?: (records: ChannelRecord[]) => T): Promise<T | ChannelRecord[]> {
+  private pollRead(asset: AssetConfig): ChannelRecord[] | Promise<ChannelRecord[]>;
+  private pollRead<T>(asset: AssetConfig, map: (records: ChannelRecord[]) => T): T | Promise<T>;
+  private pollRead<T>(asset: AssetConfig, map?: (records: ChannelRecord[]) => T): T | ChannelRecord[] | Promise<T | ChannelRecord[]> {
     let plan = this.pollPlans.get(asset);
     if (!plan) {
       const readable = (c: ChannelConfig) => c.enabled && c.mode !== 'WRITE';
@@ -502,13 +503,12 @@ export class AssetRuntime implements AssetService {
       this.pollPlans.set(asset, (plan = { channels, key: channels.map((c) => c.name).join('\u0000') }));
     }
     const { channels } = plan;
-    if (channels.length === 0) return map ? Promise.resolve([]).then(map) : Promise.resolve([]);
-    // A `then`, not an async function: its frame was a large part of what a REST read allocates.
-    return this.sharedRead(asset, channels, plan.key).then((results) => {
-      const records: ChannelRecord[] = new Array(channels.length);
-      for (let i = 0; i < channels.length; i++) records[i] = readRecord(channels[i]!, results[i]!);
-      return map ? map(records) : records;
-    });
+    if (channels.length === 0) return map ? map([]) : [];
+    // A `then`, not an async function (its frame was a large part of what a REST read allocated),
+    // and none at all when the driver answered from memory.
+    const results = this.sharedRead(asset, channels, plan.key);
+    if (!isThenable(results)) return readRecords(channels, results, map);
+    return results.then((r) => readRecords(channels, r, map));
   }
 
   async close(): Promise<void> {
@@ -521,6 +521,40 @@ export class AssetRuntime implements AssetService {
     clearInterval(this.watchdog);
     this.watchdog = undefined;
   }
+}
+
+/** A driver call that threw or rejected: the message every channel of it fails with (logged at debug). */
+function callFailed(log: Logger, asset: AssetConfig, err: unknown): string {
+  const msg = (err as Error)?.message || `Driver ${asset.driverPid} failed`;
+  log.debug('driver call failed', { asset: asset.pid, driver: asset.driverPid, error: msg });
+  return msg;
+}
+
+/**
+ * A driver's answer held to the contract (src/drivers/driver.ts): one result object per channel.
+ * A list of another length fails every channel; a missing entry fails its own. The driver's list is
+ * returned as it is when it is whole (no copy per read).
+ */
+function checkedResults(log: Logger, asset: AssetConfig, res: unknown, n: number): ChannelResult[] {
+  if (!Array.isArray(res) || res.length !== n) return failAll(n, callFailed(log, asset, new Error(`Driver ${asset.driverPid} returned a malformed result`)));
+  let out = res as ChannelResult[];
+  for (let i = 0; i < n; i++) {
+    const r: unknown = res[i];
+    if (r && typeof r === 'object') continue;
+    if (out === res) out = res.slice();
+    out[i] = { ok: false, error: `Driver ${asset.driverPid} returned no result` };
+  }
+  return out;
+}
+
+function isThenable<T>(v: T | Promise<T>): v is Promise<T> {
+  return typeof (v as { then?: unknown } | null)?.then === 'function';
+}
+
+function readRecords<T>(channels: ChannelConfig[], results: ChannelResult[], map: ((records: ChannelRecord[]) => T) | undefined): T | ChannelRecord[] {
+  const records: ChannelRecord[] = new Array(channels.length);
+  for (let i = 0; i < channels.length; i++) records[i] = readRecord(channels[i]!, results[i]!);
+  return map ? map(records) : records;
 }
 
 function stampOf(res: ChannelResult): number {

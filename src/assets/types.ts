@@ -97,9 +97,10 @@ export interface AssetService {
   read(pid: string, names?: string[]): Promise<ChannelRecord[]>;
   /**
    * read(pid) with `map` applied to the records in the same step: a REST read writes its answer
-   * there, one `then` fewer per read.
+   * there, one `then` fewer per read. When the driver answers from memory (the simulator), the
+   * value itself, not a promise.
    */
-  readAll<T>(pid: string, map: (records: ChannelRecord[]) => T): Promise<T>;
+  readAll<T>(pid: string, map: (records: ChannelRecord[]) => T): T | Promise<T>;
   /** Writes values (already converted to each channel's type); records in request order. */
   write(pid: string, items: { name: string; value: TypedValue }[]): Promise<ChannelRecord[]>;
   /** Telemetry hook: called with the records of each poll cycle of an asset with `poll.interval`. */

@@ -9,7 +9,10 @@
 // The contract, as the asset runtime (src/assets/service.ts) relies on it; the simulator
 // (drivers/simulator) is the reference implementation and test/helpers/driver-conformance.ts checks
 // any driver against it:
-// - read(channels) resolves with exactly one ChannelResult per channel, in input order. A success
+// - read(channels) resolves with exactly one ChannelResult per channel, in input order. A driver
+//   whose values are in memory (the simulator) may return the list itself instead of a promise:
+//   the asset runtime then answers without a promise, and a REST read in the same step. A driver
+//   that talks to a device returns a promise (no sync I/O, see below). A success
 //   carries a TypedValue of the channel's `valueType` (a LONG as a bigint, a FLOAT already rounded
 //   to float32, a BYTE_ARRAY as a Buffer) and, when the device says when, a `timestamp` (ms since
 //   the epoch; the runtime stamps `Date.now()` otherwise). Scale and offset are NOT the driver's
@@ -64,8 +67,8 @@ export interface DeviceStatus {
 }
 
 export interface Driver {
-  /** Reads the channels; results in the same order. */
-  read(channels: ChannelConfig[]): Promise<ChannelResult[]>;
+  /** Reads the channels; results in the same order (the list itself when it is already in memory). */
+  read(channels: ChannelConfig[]): ChannelResult[] | Promise<ChannelResult[]>;
   /** Writes the values; results in the same order (on success `value` echoes what was written). */
   write(requests: WriteRequest[]): Promise<ChannelResult[]>;
   /** Releases sockets, files and timers. Idempotent. */

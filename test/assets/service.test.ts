@@ -12,15 +12,29 @@ import { channel, show } from '../helpers/driver-conformance.js';
 class ScriptedDriver implements Driver {
   reads: string[][] = [];
   writes: WriteRequest[][] = [];
-  mode: 'ok' | 'hang' | 'reject' | 'short' = 'ok';
+  mode: 'ok' | 'hang' | 'reject' | 'short' | 'hole' = 'ok';
   gate: Promise<void> = Promise.resolve();
-  async read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
+  /** 'list': answers read() with the list itself, as a driver with its values in memory may. */
+  answer: 'promise' | 'list' = 'promise';
+  read(channels: ChannelConfig[]): ChannelResult[] | Promise<ChannelResult[]> {
+    if (this.answer === 'promise') return this.readLater(channels);
+    this.reads.push(channels.map((c) => c.name));
+    if (this.mode === 'reject') throw new Error('device file vanished');
+    if (this.mode === 'short') return [];
+    return this.results(channels);
+  }
+  private results(channels: ChannelConfig[]): ChannelResult[] {
+    const out: ChannelResult[] = channels.map(() => ({ ok: true, value: { type: 'INTEGER', value: this.reads.length } as const, timestamp: 1000 }));
+    if (this.mode === 'hole') (out as unknown[])[0] = null;
+    return out;
+  }
+  private async readLater(channels: ChannelConfig[]): Promise<ChannelResult[]> {
     this.reads.push(channels.map((c) => c.name));
     await this.gate;
     if (this.mode === 'hang') return new Promise(() => {});
     if (this.mode === 'reject') throw new Error('connect ECONNREFUSED 127.0.0.1:502');
     if (this.mode === 'short') return [];
-    return channels.map((c) => ({ ok: true, value: { type: 'INTEGER', value: this.reads.length } as const, timestamp: 1000 }));
+    return this.results(channels);
   }
   async write(requests: WriteRequest[]): Promise<ChannelResult[]> {
     this.writes.push(requests);
@@ -155,6 +169,32 @@ t.test('polling: one driver call per cycle, listeners told, restarted on reconfi
   t.equal(d.reads.length, stopped, 'poll.interval 0 stops polling');
 });
 
+t.test('a driver answering with the list itself: readAll answers in the same step, without a promise; failures as for a promise', async (t) => {
+  const { rt, drivers, asset } = setup(t);
+  rt.configure([asset('a', 'd1', ints('x', 'y'))], { d1: { id: 'd1', factory: 'scripted', props: {} } });
+  const d = drivers[0];
+  d.answer = 'list';
+  const shown = (records: { name: string; status: string; value?: unknown; error?: string }[]) => records.map((r) => `${r.name}:${r.status}:${r.error ?? show(r.value as never)}`);
+  const v = rt.readAll('a', shown);
+  t.ok(Array.isArray(v), 'the mapped value itself, not a promise');
+  t.same(v, ['x:SUCCESS:INTEGER:1', 'y:SUCCESS:INTEGER:1']);
+  t.same(shown(await rt.read('a')), ['x:SUCCESS:INTEGER:2', 'y:SUCCESS:INTEGER:2'], 'read(pid) still answers with a promise');
+  t.same(shown(await rt.read('a', ['y', 'nope'])), ['y:SUCCESS:INTEGER:3', 'nope:FAILURE:Channel not available'], 'a read by name');
+  t.equal(d.reads.length, 3, 'one driver call per read: nothing is kept between them');
+  for (const [mode, want] of [
+    ['reject', ['x:FAILURE:device file vanished', 'y:FAILURE:device file vanished']],
+    ['short', ['x:FAILURE:Driver d1 returned a malformed result', 'y:FAILURE:Driver d1 returned a malformed result']],
+    ['hole', ['x:FAILURE:Driver d1 returned no result', 'y:SUCCESS:INTEGER:6']],
+  ] as const) {
+    d.mode = mode;
+    t.same(rt.readAll('a', shown), want, `${mode}: a driver that throws or answers a wrong list fails its channels, at once`);
+  }
+  d.answer = 'promise';
+  t.same(shown(await rt.read('a')), ['x:FAILURE:Driver d1 returned no result', 'y:SUCCESS:INTEGER:7'], 'a promise answering with a hole: the same failure');
+  d.mode = 'ok';
+  t.same(shown(await rt.write('a', [{ name: 'x', value: { type: 'INTEGER', value: 5 } }])), ['x:SUCCESS:INTEGER:5'], 'writes go on as before');
+});
+
 t.test('readAll maps what read(pid) gives, in the same step; an asset without readable channels maps []; an unknown asset rejects', async (t) => {
   const { rt, asset } = setup(t);
   rt.configure(
@@ -171,6 +211,6 @@ t.test('readAll maps what read(pid) gives, in the same step; an asset without re
   t.same(seen, [plain.map((r) => `${r.name}:${r.status}:${show({ type: 'INTEGER', value: 1 })}`)], 'the records read(pid) gives (first call: value 1)');
   t.same(plain.map((r) => [r.name, r.status]), [['x', 'SUCCESS'], ['y', 'SUCCESS']]);
   t.same(await rt.readAll('w', (records) => records), [], 'no readable channel: map gets []');
-  const err = await rt.readAll('nope', () => 1).then(() => undefined, (e: unknown) => e);
+  const err = await Promise.resolve(rt.readAll('nope', () => 1)).then(() => undefined, (e: unknown) => e);
   t.ok(err instanceof AssetNotFoundError, 'an unknown asset rejects with AssetNotFoundError');
 });

@@ -20,7 +20,7 @@ const options = (factory: DriverFactory): ConformanceOptions => ({
 });
 
 type Hooks = {
-  read?(d: Driver, chs: ChannelConfig[], closed: boolean): Promise<ChannelResult[]>;
+  read?(d: Driver, chs: ChannelConfig[], closed: boolean): ChannelResult[] | Promise<ChannelResult[]>;
   write?(d: Driver, ws: WriteRequest[], closed: boolean): Promise<ChannelResult[]>;
   validateChannel?: DriverFactory['validateChannel'];
 };
@@ -46,6 +46,7 @@ function mutant(h: Hooks): DriverFactory {
 }
 
 const MUTANTS: Record<string, Hooks> = {
+  'throws when closed': { read: (d, c, closed) => { if (closed) throw new Error('Driver not attached'); return d.read(c); } },
   'rejects when closed': { read: (d, c, closed) => (closed ? Promise.reject(new Error('Driver not attached')) : d.read(c)) },
   'another closed message': { read: async (d, c, closed) => (closed ? c.map(() => ({ ok: false as const, error: 'driver closed' })) : d.read(c)) },
   'hangs when closed': { write: (d, w, closed) => (closed ? new Promise(() => {}) : d.write(w)) },

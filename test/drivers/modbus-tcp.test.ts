@@ -98,7 +98,7 @@ if (havePeers(t, 'pymodbus')) {
     await dev.mode({ delayMs: 15 });
     t.teardown(() => dev.mode({}));
     const done: string[] = [];
-    const track = (label: string, p: Promise<unknown>) => p.then(() => done.push(label));
+    const track = (label: string, p: unknown) => Promise.resolve(p).then(() => done.push(label));
     const jobs: Promise<unknown>[] = [];
     for (let i = 0; i < 5; i++) jobs.push(track(`r${i}`, driver.read([hr(600 + i, 'INT16')])));
     jobs.push(track('w', driver.write([{ channel: hr(650, 'INT16'), value: { type: 'INTEGER', value: 9 } }])));

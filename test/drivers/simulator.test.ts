@@ -48,7 +48,7 @@ t.test('delay makes the batch wait for its slowest channel', async (t) => {
   const d = create();
   t.teardown(() => d.close());
   let done = false;
-  const p = d.read([channel('slow', 'INTEGER', { delay: 200 }), channel('fast', 'INTEGER', {})]).then((r) => ((done = true), r));
+  const p = Promise.resolve(d.read([channel('slow', 'INTEGER', { delay: 200 }), channel('fast', 'INTEGER', {})])).then((r) => ((done = true), r));
   await new Promise((r) => setTimeout(r, 20));
   t.notOk(done, 'still pending while the slow channel waits');
   t.equal((await p).length, 2);

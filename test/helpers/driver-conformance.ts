@@ -120,10 +120,10 @@ export async function runDriverConformance(t: Checker, opts: ConformanceOptions)
   };
 
   /**
-   * A driver call as the contract wants it: it resolves, in time, with one result object per
-   * channel. Anything else is a failure, reported once; the caller gets per-channel stand-ins.
+   * A driver call as the contract wants it: it resolves, in time (or answers at once, with the list
+   * itself), with one result object per channel. Anything else is a failure, reported once; the caller gets per-channel stand-ins.
    */
-  const call = async (t: Checker, what: string, n: number, fn: () => Promise<ChannelResult[]>): Promise<ChannelResult[]> => {
+  const call = async (t: Checker, what: string, n: number, fn: () => ChannelResult[] | Promise<ChannelResult[]>): Promise<ChannelResult[]> => {
     let timer: NodeJS.Timeout | undefined;
     const hung = new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), bound)));
     let res: ChannelResult[] | 'hung';

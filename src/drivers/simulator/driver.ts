@@ -54,11 +54,11 @@ export class SimulatorDriver implements Driver {
 
   /**
    * Not an async function: a batch without a `delay` (the demo asset, every REST read of it) is
-   * answered in one pass, with one promise.
+   * answered in one pass with the list itself, no promise (src/drivers/driver.ts).
    */
-  read(channels: ChannelConfig[]): Promise<ChannelResult[]> {
+  read(channels: ChannelConfig[]): ChannelResult[] | Promise<ChannelResult[]> {
     const ms = this.delayOf(channels);
-    return ms > 0 ? this.delayedRead(channels, ms) : Promise.resolve(this.sample(channels));
+    return ms > 0 ? this.delayedRead(channels, ms) : this.sample(channels);
   }
 
   private async delayedRead(channels: ChannelConfig[], ms: number): Promise<ChannelResult[]> {
