@@ -1,6 +1,7 @@
 // The field console's files (docs/console.md): built by build/build.mjs into `console/` beside the
-// bundle, read once at start, served precompressed (br, gzip) and cached by content hash. `GET /`
-// redirects to it. The pipeline's allowed-ports stage applies as to every route.
+// bundle, read once when the console is first asked for (a boot only checks that they are there),
+// served precompressed (br, gzip) and cached by content hash. `GET /` redirects to it. The
+// pipeline's allowed-ports stage applies as to every route.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -49,19 +50,27 @@ function load(dir: string): Map<string, File> {
 
 export function mountConsole(server: HttpServer, opts: { enabled: () => boolean; log: Logger; dir?: string }): void {
   const dir = opts.dir ?? defaultConsoleDir();
-  let files = new Map<string, File>();
-  try {
-    files = load(dir);
-  } catch {
-    // reported below
-  }
-  if (!files.has('index.html')) opts.log.warn('console files not found: /console/ answers 404', { dir });
+  // Read on first use: reading and hashing them made part of every boot's CPU (docs/installation.md
+  // "Start-up time"), and a device nobody opens the console on never holds them in memory.
+  if (!fs.existsSync(path.join(dir, 'index.html'))) opts.log.warn('console files not found: /console/ answers 404', { dir });
+  let files: Map<string, File> | undefined;
+  const fileOf = (name: string): File | undefined => {
+    if (!files) {
+      try {
+        files = load(dir);
+      } catch {
+        files = new Map(); // missing or unreadable: 404, as warned at start
+      }
+    }
+    return files.get(name);
+  };
   const family = textFamily('console');
   const notFound = () => new HttpError(404, 'Not found', true);
 
   const serve = (ctx: RequestContext, name: string) => {
-    const f = files.get(name);
-    if (!opts.enabled() || !f) throw notFound();
+    if (!opts.enabled()) throw notFound();
+    const f = fileOf(name);
+    if (!f) throw notFound();
     const headers: Record<string, string> = {
       // Hashed names never change; index.html is revalidated (its ETag) on every load.
       'cache-control': f.html ? 'no-cache' : 'public, max-age=31536000, immutable',

@@ -86,3 +86,29 @@ t.test('only on the ports REST is allowed on', async (t) => {
   t.equal((await d.request('/console/', { port: d.ports.http[1] })).status, 404);
   t.equal((await d.request('/', { port: d.ports.http[1] })).status, 404);
 });
+
+t.test('the files are read when the console is first asked for, once; a boot without them warns', async (t) => {
+  const { HttpServer } = await import('../../src/http/server.js');
+  const { mountConsole } = await import('../../src/console/serve.js');
+  const { createLogger } = await import('../../src/log.js');
+  const { request } = await import('../helpers/daemon.js');
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const dir = t.testdir({ 'index.html': '<p>first</p>' });
+  const logs: string[] = [];
+  const log = createLogger('info', (l) => logs.push(l));
+  const server = new HttpServer(log);
+  mountConsole(server, { enabled: () => true, log, dir });
+  const missing = path.join(dir, 'nothing-here');
+  mountConsole(new HttpServer(log), { enabled: () => true, log, dir: missing });
+  t.equal(logs.filter((l) => l.includes('console files not found')).length, 1, 'only the mount without files warns');
+  await server.listen([{ port: 0, kind: 'http' }], '127.0.0.1');
+  t.teardown(() => server.close(0));
+  const ports = { http: [server.listeners()[0]!.port], https: [], clientAuth: [] };
+  fs.writeFileSync(path.join(dir, 'index.html'), '<p>second</p>');
+  const first = await request(ports, '/console/');
+  t.equal(first.status, 200);
+  t.equal(first.body, '<p>second</p>', 'read at the first request, not when mounted');
+  fs.writeFileSync(path.join(dir, 'index.html'), '<p>third</p>');
+  t.equal((await request(ports, '/console/')).body, '<p>second</p>', 'and kept: read once');
+});
