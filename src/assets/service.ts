@@ -10,6 +10,7 @@ import {
 } from './types.js';
 import { applyScaleOffset } from './scaling.js';
 import { convertValue } from './values.js';
+import { isThenable } from '../core/thenable.js';
 
 export { DRIVER_NOT_ATTACHED };
 
@@ -545,10 +546,6 @@ function checkedResults(log: Logger, asset: AssetConfig, res: unknown, n: number
     out[i] = { ok: false, error: `Driver ${asset.driverPid} returned no result` };
   }
   return out;
-}
-
-function isThenable<T>(v: T | Promise<T>): v is Promise<T> {
-  return typeof (v as { then?: unknown } | null)?.then === 'function';
 }
 
 function readRecords<T>(channels: ChannelConfig[], results: ChannelResult[], map: ((records: ChannelRecord[]) => T) | undefined): T | ChannelRecord[] {

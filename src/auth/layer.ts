@@ -24,6 +24,7 @@ import { LoginThrottle, nameKey } from './throttle.js';
 import { certificateProvider, commonName } from './providers/certificate.js';
 import { basicProvider } from './providers/basic.js';
 import { SESSION_BASE, SESSION_COOKIE, XSRF_HEADER, sessionProvider } from './providers/session.js';
+import { isThenable } from '../core/thenable.js';
 
 export { commonName, SESSION_BASE, SESSION_COOKIE, XSRF_HEADER };
 export const BASIC_CHALLENGE = 'Basic realm="kura-rest-api"';
@@ -251,7 +252,7 @@ export class AuthLayer {
         this.providerFailed(step, err);
         continue;
       }
-      if (isPromise(r)) {
+      if (isThenable(r)) {
         return r.then(
           (res) => {
             const name = nameOf(res);
@@ -412,13 +413,9 @@ class HttpAuthRequest implements AuthRequest {
   }
 }
 
-function isPromise<T>(v: T | Promise<T>): v is Promise<T> {
-  return v !== null && typeof v === 'object' && typeof (v as { then?: unknown }).then === 'function';
-}
-
 
 function withTimeout<T>(v: T | Promise<T>, ms: number, name: string): Promise<T> | T {
-  if (!isPromise(v)) return v;
+  if (!isThenable(v)) return v;
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`provider ${name} did not answer within ${ms} ms`)), ms);

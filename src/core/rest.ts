@@ -6,6 +6,7 @@ import { jsonFamily, textFamily, type HttpServer } from '../http/server.js';
 import { readJsonBody } from '../http/body.js';
 import type { RequestContext } from '../http/context.js';
 import { replyText, restOf, type CoreRequest, type Family, type Method } from './family.js';
+import { isThenable } from './thenable.js';
 
 export interface RestMountOptions {
   /** The permissions of an identity name (the identity store); undefined for an unknown name. */
@@ -25,7 +26,7 @@ export function mountRest(server: HttpServer, family: Family, opts: RestMountOpt
     // is a promise and a microtask more per request).
     server.route(method, path, api, (ctx) => {
       const result = route.handler(new RestRequest(ctx, route.method, route.path, opts));
-      if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') return Promise.resolve(result);
+      if (isThenable(result)) return Promise.resolve(result);
       reply(ctx, result);
     }, family.role, reply);
   }
