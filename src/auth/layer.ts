@@ -63,6 +63,13 @@ export function cookieValue(header: string | undefined, name: string): string | 
   for (let start = 0; start < header.length; ) {
     let end = header.indexOf(';', start);
     if (end < 0) end = header.length;
+    // The usual pair, `name=value` with no space around it, is matched where it stands, without
+    // cutting the name out of the header to trim and compare it.
+    const at = start + name.length;
+    if (header.startsWith(name, start) && header.charCodeAt(at) === 61 /* '=' */ && at < end) {
+      const v = header.slice(at + 1, end);
+      return unquote(v.length === 0 || (tight(v.charCodeAt(0)) && tight(v.charCodeAt(v.length - 1))) ? v : v.trim());
+    }
     const eq = header.indexOf('=', start);
     if (eq > start && eq < end && header.slice(start, eq).trim() === name) {
       return unquote(header.slice(eq + 1, end).trim());
@@ -71,6 +78,9 @@ export function cookieValue(header: string | undefined, name: string): string | 
   }
   return undefined;
 }
+
+/** A character String.prototype.trim keeps at the edge of a value: printable ASCII and Latin-1 except NBSP. */
+const tight = (c: number): boolean => (c > 32 && c < 127) || (c > 160 && c < 256);
 
 /**
  * A request made by a script (the field console's fetch calls), not by the user's navigation: its

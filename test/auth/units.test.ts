@@ -72,7 +72,10 @@ t.test('parseCookies and commonName', async (t) => {
   t.equal(c.size, 3);
   t.equal(parseCookies(undefined).size, 0);
   // The one-cookie lookup of every request answers as the map does.
-  const headers = ['a=1; JSESSIONID=abc; JSESSIONID=second; q="quoted"; bad; =x', ' JSESSIONID = v ;', 'x=1;JSESSIONID="";y', 'JSESSIONID', 'JSESSIONID=a=b; c', '=JSESSIONID=1', ';;JSESSIONID=z;;', 'q="', ''];
+  const headers = ['a=1; JSESSIONID=abc; JSESSIONID=second; q="quoted"; bad; =x', ' JSESSIONID = v ;', 'x=1;JSESSIONID="";y', 'JSESSIONID', 'JSESSIONID=a=b; c', '=JSESSIONID=1', ';;JSESSIONID=z;;', 'q="', '',
+    // Around the fast path (a name followed at once by '='): spaces a trim removes, longer names.
+    'JSESSIONID=\tv\t', 'JSESSIONID=\u00a0v\u00a0; a=1', 'JSESSIONID= v', 'JSESSIONID=v ', 'JSESSIONIDX=1; JSESSIONID=2', 'JSESSIONID =1; JSESSIONID=2',
+    'JSESSIONID=; JSESSIONID=2', 'JSESSIONID=\u00e9v\u00ff', 'JSESSIONID=\x7fv', 'aJSESSIONID=1; JSESSIONID=3', 'JSESSIONID=', 'JSESSIONID=\u2028v\u3000', 'JSESSIONID=""'];
   for (const h of headers) for (const name of ['JSESSIONID', 'q', 'a', 'x', 'bad', '']) t.equal(cookieValue(h, name), parseCookies(h).get(name), `${JSON.stringify(h)} ${name}`);
   t.equal(cookieValue(undefined, 'JSESSIONID'), undefined);
   t.equal(commonName({ CN: 'foo', DC: 'bar.com' }), 'foo');
