@@ -192,6 +192,7 @@ async function main(): Promise<void> {
       // Fresh servers per repetition (a valgrind process measures one phase at a time).
       const servers: Server[] = [];
       let sample: Awaited<ReturnType<typeof request>> | undefined;
+      let sessionH: Record<string, string> = {};
       for (const [b, bundle] of args.bundles.entries()) {
         const tag = args.bundles.length > 1 ? ` [${path.basename(bundle)}]` : '';
         const { config, http } = await demoConfig();
@@ -202,6 +203,7 @@ async function main(): Promise<void> {
         stops.push(gw.stop);
         const session = await login({ port: http }, USER, PASSWORD);
         if (!session) throw new Error('login failed');
+        sessionH = sessionHeaders(session);
         sample = await request({ port: http }, READ, { headers: sessionHeaders(session) });
         if (sample.status !== 200) throw new Error(`gatewayd read: HTTP ${sample.status}`);
         if (args.only.includes('session')) servers.push({ ...gw, name: `gatewayd session${tag}`, headers: sessionHeaders(session) });
@@ -214,7 +216,9 @@ async function main(): Promise<void> {
         fs.writeFileSync(spec, JSON.stringify({ headers: Object.fromEntries(keep.filter((k) => sample.headers[k]).map((k) => [k, String(sample.headers[k])])), body: sample.body.toString('base64') }));
         const b = await startChild(tmp, 'bare-http', [spec], args, rep);
         stops.push(b.stop);
-        servers.push({ ...b, name: 'bare node:http', port: b.ready.http, headers: {} });
+        // The same request as the session read (bench/sections/http.ts): Node parses its cookie and
+        // XSRF header lines for the ceiling as it does for gatewayd.
+        servers.push({ ...b, name: 'bare node:http', port: b.ready.http, headers: sessionH });
       }
       if (args.only.includes('fastify')) {
         const f = await startChild(tmp, 'fastify', [], args, rep);

@@ -1,6 +1,7 @@
 // The HTTP ceiling: a bare node:http (and node:https, same certificate as gatewayd) server that
 // answers every request with the exact status, headers and body gatewayd sent for the read.
-// No routing, no authentication, no asset: what Node itself costs for these bytes.
+// No routing, no authentication, no asset: what Node itself costs for these bytes. The benchmark
+// sends it the session read's own request (cookie and XSRF header included), which it ignores.
 //
 //   node bench/out/bare-http.mjs SPEC_FILE   (SPEC: {headers, body (base64), cert?, key?})
 //   → {"ready":true,"http":PORT,"https":PORT|null}
