@@ -1,10 +1,9 @@
 // The daemon, assembled in one place from parts that can each be started in a test.
 
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type tls from 'node:tls';
-import { lazyBuiltin } from './core/builtin.js';
+import { lazyBuiltin, nodeCrypto } from './core/builtin.js';
 import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
@@ -158,7 +157,7 @@ export class Daemon {
         const ss = ensureSelfSigned(this.config.dataDir);
         if (ss.generated) this.log.warn('no keystore configured: generated a self-signed certificate', { dir: this.config.dataDir });
         // What a technician compares with the browser's certificate view (docs/installation.md).
-        this.log.always('self-signed certificate', { sha256: new crypto.X509Certificate(ss.cert).fingerprint256 });
+        this.log.always('self-signed certificate', { sha256: new (nodeCrypto().X509Certificate)(ss.cert).fingerprint256 });
         tls = { cert: ss.cert, key: ss.key };
       }
       specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));

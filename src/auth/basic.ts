@@ -3,7 +3,7 @@
 // every request, and a memory-hard hash per request would make the gateway trivially easy to
 // overload.
 
-import crypto from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 
 export interface BasicCredentials {
   user: string;
@@ -42,7 +42,8 @@ const ENTRY_TTL_MS = 10 * 60_000;
  * One-shot SHA-256 where Node has it (20.12 and later): a BASIC request's cache lookup then costs a
  * fraction of an HMAC object's set-up. Older Nodes use HMAC-SHA256.
  */
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64') => string }).hash;
+type OneShotHash = (algorithm: string, data: string, encoding: 'base64') => string;
+let oneShotHash: OneShotHash | null | undefined;
 
 interface Entry {
   user: string;
@@ -59,8 +60,9 @@ interface Entry {
  * is bounded (least recently used dropped).
  */
 export class BasicCache {
-  private readonly key = crypto.randomBytes(32);
-  private readonly keyText = this.key.toString('base64');
+  /** Made on first use, with node:crypto (not loaded at start-up: src/core/builtin.ts). */
+  private key: Buffer | undefined;
+  private keyText = '';
   /** By digest of `user \0 password`. */
   private entries = new Map<string, Entry>();
   /**
@@ -72,8 +74,13 @@ export class BasicCache {
   constructor(private readonly now: () => number = Date.now) {}
 
   private digest(text: string): string {
+    if (this.key === undefined) {
+      this.key = nodeCrypto().randomBytes(32);
+      this.keyText = this.key.toString('base64');
+      oneShotHash ??= (nodeCrypto() as { hash?: OneShotHash }).hash ?? null;
+    }
     if (oneShotHash) return oneShotHash('sha256', this.keyText + text, 'base64');
-    return crypto.createHmac('sha256', this.key).update(text).digest('base64');
+    return nodeCrypto().createHmac('sha256', this.key).update(text).digest('base64');
   }
 
   private hit(m: Map<string, Entry>, k: string, user?: string, credentials?: number): Entry | undefined {

@@ -10,7 +10,7 @@
 //
 // Kura's form, accepted for migration (docs/configuration.md "identities"): Base64(SHA-256(UTF-8 password)).
 
-import crypto from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 
 export const SCRYPT_LOG_N = 14;
 export const SCRYPT_R = 8;
@@ -63,7 +63,7 @@ export function needsRehash(stored: string): boolean {
 
 /** Kura's stored form of a password (for tests and migration tooling). */
 export function kuraSha256(password: string): string {
-  return crypto.createHash('sha256').update(password, 'utf8').digest('base64');
+  return nodeCrypto().createHash('sha256').update(password, 'utf8').digest('base64');
 }
 
 /**
@@ -84,10 +84,10 @@ export function safeEqual(a: Buffer | string, b: Buffer | string): boolean {
   const y = typeof b === 'string' ? Buffer.from(b, 'utf8') : b;
   if (x.length !== y.length) {
     // Still spend a comparison so the early exit does not stand out.
-    crypto.timingSafeEqual(x, x);
+    nodeCrypto().timingSafeEqual(x, x);
     return false;
   }
-  return crypto.timingSafeEqual(x, y);
+  return nodeCrypto().timingSafeEqual(x, y);
 }
 
 /** Hashes allowed to wait for a turn, in all and per flow; beyond that a password check is refused. */
@@ -199,7 +199,7 @@ export class HashLimiter {
 function scrypt(password: string, salt: Buffer, logN: number, r: number, p: number, len: number): Promise<Buffer> {
   const N = 2 ** logN;
   return new Promise((resolve, reject) => {
-    crypto.scrypt(password.normalize('NFC'), salt, len, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key)));
+    nodeCrypto().scrypt(password.normalize('NFC'), salt, len, { N, r, p, maxmem: 256 * N * r + 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key)));
   });
 }
 
@@ -209,7 +209,7 @@ export class PasswordHasher {
   constructor(readonly limiter = new HashLimiter()) {}
 
   async hash(password: string): Promise<string> {
-    const salt = crypto.randomBytes(SALT_BYTES);
+    const salt = nodeCrypto().randomBytes(SALT_BYTES);
     const key = await this.limiter.run(() => scrypt(password, salt, SCRYPT_LOG_N, SCRYPT_R, SCRYPT_P, KEY_BYTES));
     return `$scrypt$ln=${SCRYPT_LOG_N},r=${SCRYPT_R},p=${SCRYPT_P}$${salt.toString('base64')}$${key.toString('base64')}`;
   }
@@ -230,7 +230,7 @@ export class PasswordHasher {
    * identity cannot be told from a wrong password by the response time.
    */
   async dummyVerify(password: string, flow?: HashFlow): Promise<void> {
-    this.dummy ??= `$scrypt$ln=${SCRYPT_LOG_N},r=${SCRYPT_R},p=${SCRYPT_P}$${crypto.randomBytes(SALT_BYTES).toString('base64')}$${crypto.randomBytes(KEY_BYTES).toString('base64')}`;
+    this.dummy ??= `$scrypt$ln=${SCRYPT_LOG_N},r=${SCRYPT_R},p=${SCRYPT_P}$${nodeCrypto().randomBytes(SALT_BYTES).toString('base64')}$${nodeCrypto().randomBytes(KEY_BYTES).toString('base64')}`;
     await this.verify(password, this.dummy, flow);
   }
 }

@@ -2,7 +2,7 @@
 // and per identity; the least recently used session of the identity holding the most is evicted first
 // (docs/configuration.md, rest section).
 
-import crypto from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 import { v4 as uuidv4 } from 'uuid';
 
 export interface Session {
@@ -69,11 +69,11 @@ export class SessionStore {
       if (victim === undefined || !this.evict(victim)) throw new SessionLimitError('too many sessions');
     }
     const s: Session = {
-      id: crypto.randomBytes(16).toString('base64url'),
+      id: nodeCrypto().randomBytes(16).toString('base64url'),
       user,
       // A random (v4) UUID, as Kura's UUID.randomUUID(). The bytes are passed in: uuid's default path
       // uses the global `crypto`, which Node 18 does not have.
-      xsrfToken: uuidv4({ random: crypto.randomBytes(16) }),
+      xsrfToken: uuidv4({ random: nodeCrypto().randomBytes(16) }),
       credentials,
       locked,
       lastActivity: this.now(),

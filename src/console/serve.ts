@@ -3,7 +3,7 @@
 // served precompressed (br, gzip) and cached by content hash. `GET /` redirects to it. The
 // pipeline's allowed-ports stage applies as to every route.
 
-import crypto from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,7 +42,7 @@ function load(dir: string): Map<string, File> {
     if (!type) continue;
     const raw = fs.readFileSync(path.join(dir, name));
     const opt = (ext: string) => (fs.existsSync(path.join(dir, name + ext)) ? fs.readFileSync(path.join(dir, name + ext)) : undefined);
-    const etag = `"${crypto.createHash('sha256').update(raw).digest('base64url').slice(0, 16)}"`;
+    const etag = `"${nodeCrypto().createHash('sha256').update(raw).digest('base64url').slice(0, 16)}"`;
     files.set(name, { type, raw, gz: opt('.gz'), br: opt('.br'), etag, html: name.endsWith('.html') });
   }
   return files;

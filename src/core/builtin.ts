@@ -11,3 +11,10 @@ export function lazyBuiltin<T>(name: string): () => T {
   let mod: T | undefined;
   return () => (mod ??= load(name) as T);
 }
+
+/**
+ * node:crypto, for sessions, BASIC, passwords, packages and certificates: none of them is needed to
+ * reach the ready line of a later boot, and an ES import of node:crypto loads about twenty modules
+ * (its lazy getters pull in WebCrypto).
+ */
+export const nodeCrypto = lazyBuiltin<typeof import('node:crypto')>('node:crypto');

@@ -15,7 +15,8 @@
 //
 // Every file is covered, the manifest included, so nothing can be added, removed or changed.
 
-import crypto from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 import fs from 'node:fs';
 import type { ArchiveCheck } from './store.js';
 import { PackageError } from './store.js';
@@ -34,22 +35,22 @@ export function signedTextOfDigests(files: { name: string; sha256: string }[]): 
 
 /** The signed text for a package's files. */
 export function signedText(files: { name: string; data: Buffer }[]): Buffer {
-  return signedTextOfDigests(files.map((f) => ({ name: f.name, sha256: crypto.createHash('sha256').update(f.data).digest('hex') })));
+  return signedTextOfDigests(files.map((f) => ({ name: f.name, sha256: nodeCrypto().createHash('sha256').update(f.data).digest('hex') })));
 }
 
-function digestFor(key: crypto.KeyObject): string | null {
+function digestFor(key: KeyObject): string | null {
   const t = key.asymmetricKeyType;
   return t === 'ed25519' || t === 'ed448' ? null : 'sha256';
 }
 
 /** Loads the anchors (PEM text or the path of a PEM file); unreadable ones are reported. */
-export function loadTrustAnchors(anchors: string[]): { keys: crypto.KeyObject[]; errors: string[] } {
-  const keys: crypto.KeyObject[] = [];
+export function loadTrustAnchors(anchors: string[]): { keys: KeyObject[]; errors: string[] } {
+  const keys: KeyObject[] = [];
   const errors: string[] = [];
   anchors.forEach((a, i) => {
     try {
       const pem = a.startsWith('-----BEGIN ') ? a : fs.readFileSync(a, 'utf8');
-      keys.push(crypto.createPublicKey(pem));
+      keys.push(nodeCrypto().createPublicKey(pem));
     } catch (err) {
       errors.push(`deploy.trust.anchors[${i}]: ${(err as Error).message}`);
     }
@@ -77,14 +78,14 @@ export function signatureCheck(anchors: string[]): ArchiveCheck {
     const files: { name: string; sha256: string }[] = [];
     for (const e of zip.entries) {
       if (e.isDirectory || e.name === SIGNATURE_PATH) continue;
-      const hash = crypto.createHash('sha256');
+      const hash = nodeCrypto().createHash('sha256');
       for await (const chunk of zip.chunks(e)) hash.update(chunk);
       files.push({ name: e.name, sha256: hash.digest('hex') });
     }
     const text = signedTextOfDigests(files);
     const ok = keys.some((k) => {
       try {
-        return crypto.verify(digestFor(k), text, k, sig);
+        return nodeCrypto().verify(digestFor(k), text, k, sig);
       } catch {
         return false;
       }

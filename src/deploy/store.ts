@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 import type { Logger } from '../log.js';
 import { cleanTempFiles, ensurePrivateDir, readJsonFile, syncDir, writeJsonAtomic } from '../store/atomic.js';
 import { ZipArchive, type ZipLimits } from './zip.js';
@@ -117,7 +117,7 @@ export class PackageStore {
   incomingPath(): string {
     const dir = path.join(this.root, '.incoming');
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return path.join(dir, `${randomUUID()}.dp`);
+    return path.join(dir, `${nodeCrypto().randomUUID()}.dp`);
   }
 
   /**
@@ -132,7 +132,7 @@ export class PackageStore {
     } catch (err) {
       throw asPackageError(err);
     }
-    const id = randomUUID().slice(0, 8);
+    const id = nodeCrypto().randomUUID().slice(0, 8);
     const staging = path.join(this.root, `.staging-${id}`);
     let finalDir: string | undefined;
     try {

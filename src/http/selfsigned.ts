@@ -3,7 +3,7 @@
 // and the image may have no `openssl` binary, so the DER is assembled here (X.509 v3, ECDSA P-256
 // with SHA-256).
 
-import crypto from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomicSync } from '../store/atomic.js';
@@ -63,7 +63,7 @@ export interface GeneratedCert {
 }
 
 export function generateSelfSigned(commonName: string, days = 3650): GeneratedCert {
-  const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const { privateKey, publicKey } = nodeCrypto().generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const sigAlg = seq(oid('1.2.840.10045.4.3.2'));
   const now = new Date(Date.now() - 60_000);
   const until = new Date(now.getTime() + days * 86_400_000);
@@ -81,7 +81,7 @@ export function generateSelfSigned(commonName: string, days = 3650): GeneratedCe
   );
   const tbs = seq(
     tlv(0xa0, integer(Buffer.from([2]))),
-    integer(crypto.randomBytes(16)),
+    integer(nodeCrypto().randomBytes(16)),
     sigAlg,
     name(commonName),
     seq(time(now), time(until)),
@@ -89,7 +89,7 @@ export function generateSelfSigned(commonName: string, days = 3650): GeneratedCe
     publicKey.export({ type: 'spki', format: 'der' }) as Buffer,
     extensions,
   );
-  const signature = crypto.sign('sha256', tbs, privateKey);
+  const signature = nodeCrypto().sign('sha256', tbs, privateKey);
   const cert = seq(tbs, sigAlg, tlv(0x03, Buffer.from([0]), signature));
   const b64 = cert.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '');
   return {

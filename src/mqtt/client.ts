@@ -8,11 +8,10 @@
 // callback: a malformed packet, a refused CONNACK or a silent broker closes the socket and the
 // reconnect loop takes over.
 
-import { X509Certificate } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import type tls from 'node:tls';
-import { lazyBuiltin } from '../core/builtin.js';
+import { lazyBuiltin, nodeCrypto } from '../core/builtin.js';
 import mqttPacket from 'mqtt-packet';
 import type { Logger } from '../log.js';
 
@@ -271,7 +270,7 @@ export class MqttClient extends EventEmitter {
     const reason = (err: unknown) => String((err as Error).message).replace(/^error:[0-9A-F]+:/, '');
     try {
       // createSecureContext silently ignores a CA file without a certificate; parse it ourselves.
-      if (t.ca) new X509Certificate(t.ca);
+      if (t.ca) new (nodeCrypto().X509Certificate)(t.ca);
     } catch (err) {
       throw new MqttError(`unusable CA certificate: ${reason(err)}`, 'tls.ca');
     }

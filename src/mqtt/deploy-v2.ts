@@ -9,7 +9,7 @@
 // transfer is taken up again with a Range request, and a package must be signed when
 // `deploy.trust.anchors` is set, as over REST.
 
-import crypto from 'node:crypto';
+import { nodeCrypto } from '../core/builtin.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { DeploymentService } from '../deploy/service.js';
@@ -294,8 +294,8 @@ async function checkHash(file: string, spec: string): Promise<void> {
   const at = spec.indexOf(':');
   const alg = spec.slice(0, at).toLowerCase().replace(/^sha-/, 'sha');
   const want = spec.slice(at + 1);
-  if (at < 0 || !crypto.getHashes().includes(alg)) throw new Error(`unsupported hash ${spec.slice(0, Math.max(at, 0))}`);
-  const h = crypto.createHash(alg);
+  if (at < 0 || !nodeCrypto().getHashes().includes(alg)) throw new Error(`unsupported hash ${spec.slice(0, Math.max(at, 0))}`);
+  const h = nodeCrypto().createHash(alg);
   for await (const chunk of fs.createReadStream(file)) h.update(chunk as Buffer);
   const got = h.digest('hex');
   if (got !== want) throw new Error(`hash mismatch: ${got}`);

@@ -73,6 +73,8 @@ export interface StartOptions {
   /** Do not wait for the ready line (for start-up failure tests). */
   noWait?: boolean;
   args?: string[];
+  /** The command that runs the daemon, before `--config FILE` (default: this node and the bundle). */
+  command?: string[];
 }
 
 /**
@@ -100,7 +102,7 @@ export async function startDaemon(
   cfg.http['https.client.auth.ports'] ??= ports.clientAuth;
   cfg.http['bind.address'] ??= '127.0.0.1';
   const configFile = writeConfigFile(dir, cfg);
-  const spawned = spawnGatewayd({ configFile, cwd: dir, args: opts.args, env: opts.env });
+  const spawned = spawnGatewayd({ configFile, cwd: dir, args: opts.args, env: opts.env, command: opts.command });
   const { proc } = spawned;
   const d = watchProcess(t, proc, ports, cfg.dataDir, configFile, dir, spawned);
   if (!opts.dir) {
