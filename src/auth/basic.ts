@@ -43,7 +43,6 @@ const ENTRY_TTL_MS = 10 * 60_000;
  * fraction of an HMAC object's set-up. Older Nodes use HMAC-SHA256.
  */
 type OneShotHash = (algorithm: string, data: string, encoding: 'base64') => string;
-let oneShotHash: OneShotHash | null | undefined;
 
 interface Entry {
   user: string;
@@ -63,6 +62,7 @@ export class BasicCache {
   /** Made on first use, with node:crypto (not loaded at start-up: src/core/builtin.ts). */
   private key: Buffer | undefined;
   private keyText = '';
+  private oneShotHash: OneShotHash | undefined;
   /** By digest of `user \0 password`. */
   private entries = new Map<string, Entry>();
   /**
@@ -77,9 +77,9 @@ export class BasicCache {
     if (this.key === undefined) {
       this.key = nodeCrypto().randomBytes(32);
       this.keyText = this.key.toString('base64');
-      oneShotHash ??= (nodeCrypto() as { hash?: OneShotHash }).hash ?? null;
+      this.oneShotHash = (nodeCrypto() as { hash?: OneShotHash }).hash;
     }
-    if (oneShotHash) return oneShotHash('sha256', this.keyText + text, 'base64');
+    if (this.oneShotHash) return this.oneShotHash('sha256', this.keyText + text, 'base64');
     return nodeCrypto().createHmac('sha256', this.key).update(text).digest('base64');
   }
 

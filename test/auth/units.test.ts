@@ -65,6 +65,9 @@ t.test('BASIC cache: by credentials and by the exact header, bound to the stamp,
   t.notOk(text.includes(creds.password) || text.includes(header.slice(6)), 'neither the password nor the header is kept');
 });
 
+/** A test name with every character outside printable ASCII escaped (U+2028 would break a TAP line). */
+const ascii = (s: string): string => s.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 t.test('parseCookies and commonName', async (t) => {
   const c = parseCookies('a=1; JSESSIONID=abc; JSESSIONID=second; q="quoted"; bad; =x');
   t.equal(c.get('JSESSIONID'), 'abc', 'first occurrence wins');
@@ -76,7 +79,7 @@ t.test('parseCookies and commonName', async (t) => {
     // Around the fast path (a name followed at once by '='): spaces a trim removes, longer names.
     'JSESSIONID=\tv\t', 'JSESSIONID=\u00a0v\u00a0; a=1', 'JSESSIONID= v', 'JSESSIONID=v ', 'JSESSIONIDX=1; JSESSIONID=2', 'JSESSIONID =1; JSESSIONID=2',
     'JSESSIONID=; JSESSIONID=2', 'JSESSIONID=\u00e9v\u00ff', 'JSESSIONID=\x7fv', 'aJSESSIONID=1; JSESSIONID=3', 'JSESSIONID=', 'JSESSIONID=\u2028v\u3000', 'JSESSIONID=""'];
-  for (const h of headers) for (const name of ['JSESSIONID', 'q', 'a', 'x', 'bad', '']) t.equal(cookieValue(h, name), parseCookies(h).get(name), `${JSON.stringify(h)} ${name}`);
+  for (const h of headers) for (const name of ['JSESSIONID', 'q', 'a', 'x', 'bad', '']) t.equal(cookieValue(h, name), parseCookies(h).get(name), `${ascii(JSON.stringify(h))} ${name}`);
   t.equal(cookieValue(undefined, 'JSESSIONID'), undefined);
   t.equal(commonName({ CN: 'foo', DC: 'bar.com' }), 'foo');
   t.equal(commonName({ CN: ['first', 'second'] }), 'first');
