@@ -71,7 +71,7 @@ export async function httpSection(res: Results, opt: Options): Promise<void> {
     const gwSession = c('gatewayd session', gw.pid, `http://127.0.0.1:${http}${READ}`, sessionH);
     // The ceiling gets the very request the session read sends (cookie and XSRF header lines
     // included, which it ignores): Node parses and stores those header lines for it as it does for
-    // gatewayd, so the ratio compares the same exchange. Without them it parses some 130 bytes fewer
+    // gatewayd, so the ratio compares the same exchange. Without them it parses about 95 bytes fewer
     // per request; that figure is kept as information (it was the ceiling up to session 7).
     const bareHttp = c('bare node:http', bare.pid, `http://127.0.0.1:${bare.ready.http}${READ}`, sessionH);
     const barePlain = c('bare node:http, no request headers', bare.pid, `http://127.0.0.1:${bare.ready.http}${READ}`, {});
