@@ -72,7 +72,7 @@ export async function httpSection(res: Results, opt: Options): Promise<void> {
     // The ceiling gets the very request the session read sends (cookie and XSRF header lines
     // included, which it ignores): Node parses and stores those header lines for it as it does for
     // gatewayd, so the ratio compares the same exchange. Without them it parses about 95 bytes fewer
-    // per request; that figure is kept as information (it was the ceiling up to session 7).
+    // per request; that figure is kept as information (it was the ceiling of the results up to 2cb0a9a).
     const bareHttp = c('bare node:http', bare.pid, `http://127.0.0.1:${bare.ready.http}${READ}`, sessionH);
     const barePlain = c('bare node:http, no request headers', bare.pid, `http://127.0.0.1:${bare.ready.http}${READ}`, {});
     const fastHttp = c('Fastify', fastify.pid, `http://127.0.0.1:${fastify.ready.http}${READ}`, fastifyH);
@@ -114,7 +114,7 @@ export async function httpSection(res: Results, opt: Options): Promise<void> {
     res.add('HTTP', 'session-cpu-vs-bare', `${label}, HTTP: requests per server CPU-second`, 'req/CPU-s', perCpu(gwSession), 'bare node:http', perCpu(bareHttp), { op: '>=', value: 0.85, text: '≥ 0.85× bare' }, cpuNote);
     res.add('HTTP', 'session-cpu-vs-fastify', `${label}, HTTP: requests per server CPU-second`, 'req/CPU-s', perCpu(gwSession), 'Fastify', perCpu(fastHttp), { op: '>=', value: 1.15, text: '≥ 1.15× Fastify' });
     res.add('HTTP', 'session-cpu-vs-bare-plain', `${label}, HTTP: requests per server CPU-second`, 'req/CPU-s', perCpu(gwSession), 'bare node:http, no request headers', perCpu(barePlain), undefined,
-      'the ceiling sent only the request line and Host, without the session cookie and XSRF header lines gatewayd receives: the ceiling of the runs up to session 7');
+      'the ceiling sent only the request line and Host, without the session cookie and XSRF header lines gatewayd receives: the ceiling of the results up to commit 2cb0a9a');
     res.add('HTTP', 'session-p99-vs-bare', `${label}, HTTP, p99 latency (${CONNECTIONS} connections)`, 'ms', p99(gwSession), 'bare node:http', p99(bareHttp));
     res.add('HTTP', 'session-p99-vs-fastify', `${label}, HTTP, p99 latency (${CONNECTIONS} connections)`, 'ms', p99(gwSession), 'Fastify', p99(fastHttp));
     if (basicOk) {
