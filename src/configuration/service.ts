@@ -11,7 +11,9 @@ import { applyLayer, ASSET_FACTORY, componentsOf, eachComponent, emptyLayer, loc
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
+import { changeRefusal, channelWeight } from '../config/heap.js';
 
+const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
 /** Texts shorter than this are kept as they are: node:zlib (compiled at its first use) only for large configurations. */
 const PACK_FROM = 64 * 1024;
@@ -56,8 +58,9 @@ export interface Loaded extends LoadResult {
 /**
  * Reads the image file and the runtime layer (`layer`, else the one in dataDir/config) and validates
  * them together: check-config, start, SIGHUP, and every change (`image` given: no file read).
+ * `guard` sees the effective configuration as written before it is validated, and may throw.
  */
-export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Packed): Loaded {
+export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Packed, guard?: (effective: Raw) => void): Loaded {
   const abs = path.resolve(file);
   const validate = (raw: unknown) => validateConfig(raw, registry, path.dirname(abs), abs);
   let img: { raw?: unknown; text?: string; problems: Problem[] } = image ? { raw: image.raw, problems: [] } : readConfigFile(abs);
@@ -78,6 +81,8 @@ export function loadEffective(file: string, registry: DriverRegistry, layer?: La
   // already; no second copy and no second validation (a large asset configuration costs both).
   if (layerIsEmpty(layer)) return loaded(res, image ?? raw, layer, [], store);
   const effective = applyLayer(raw, layer);
+  // Before the validation, which makes the second running configuration: a change may be refused here.
+  guard?.(effective);
   const next = validate(effective);
   const errors = errorsOf(next.problems);
   if (errors.length > 0) return loaded(res, image ?? raw, emptyLayer(), errors.map((e) => ({ ...e, message: `${locate(e.path, effective)}: ${e.message}` })), store);
@@ -184,7 +189,7 @@ export class ConfigurationService {
   async change(mutate: (layer: Layer) => void, takeSnapshot: boolean): Promise<string | undefined> {
     const layer = structuredClone(this.state.layer);
     mutate(layer);
-    const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image);
+    const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (effective) => this.fits(effective));
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
@@ -195,6 +200,17 @@ export class ConfigurationService {
     if (takeSnapshot) await this.snapshot();
     this.opts.log.info('runtime configuration changed', { dir: this.store.dir });
     return httpChanged ? 'The http settings were saved; they take effect at the next start of gatewayd.' : undefined;
+  }
+
+  /**
+   * Refuses (413) a change whose configuration would not fit the heap bound: V8 would abort the
+   * daemon in the middle of it (docs/configuration-v2.md "Applying a change"). A restart only loads the
+   * configuration, which takes less, so a configuration this accepted also starts.
+   */
+  private fits(effective: Raw): void {
+    const now = this.state.config.assets.reduce((n, a) => n + a.channels.length, 0);
+    const why = changeRefusal(channelWeight(effective), now, v8().getHeapStatistics().heap_size_limit);
+    if (why) throw new ConfigError(413, why);
   }
 
   /** SIGHUP: the file again, with the runtime layer on top. A bad result keeps what runs. */

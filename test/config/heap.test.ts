@@ -1,8 +1,11 @@
 // A configuration with more channels than the heap bound holds is announced in the log before it
 // costs the daemon its garbage-collection time or its start (docs/installation.md "Footprint").
 import t from 'tap';
-import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, heapWarning } from '../../src/config/heap.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeRefusal, channelWeight, heapWarning } from '../../src/config/heap.js';
 import { startDaemon } from '../helpers/daemon.js';
+import { basic } from '../helpers/session-client.js';
 import { launcherHeapOptions } from '../helpers/launch.mjs';
 
 const MB = 1048576;
@@ -37,4 +40,75 @@ t.test('the daemon warns at start when the channels are many for its heap bound,
   const small = await startDaemon(t, config(2_000), { env });
   t.notOk(small.logs.some((l) => /many channels/.test(l)), 'no warning for 2,000 channels');
   await small.stop();
+});
+
+/** A configuration as written with `assets` of `n` channels of `props` properties each. */
+function written(assets: number, n: number, props: number) {
+  const a: Record<string, unknown> = {};
+  for (let k = 0; k < assets; k++) {
+    const ch: Record<string, unknown> = {};
+    for (let i = 0; i < n; i++) ch[`c${i}`] = Object.fromEntries(Array.from({ length: props }, (_, j) => [`p${j}`, j]));
+    a[`a${k}`] = { 'driver.pid': 'sim', channels: ch };
+  }
+  return { drivers: { sim: { factory: 'simulator' } }, assets: a };
+}
+
+t.test('channelWeight counts the channels and their properties of a configuration as written', async (t) => {
+  t.same(channelWeight(written(3, 4, 5)), { channels: 12, properties: 60 });
+  t.same(channelWeight({}), { channels: 0, properties: 0 });
+  t.same(channelWeight(null), { channels: 0, properties: 0 });
+  t.same(channelWeight({ assets: { a: { channels: [1, 2] }, b: 'x', c: { channels: { x: null, y: { k: 1 } } } } }), { channels: 2, properties: 1 }, 'malformed parts count as nothing (validation answers them)');
+});
+
+t.test('changeRefusal: a change that adds channels past the bound is refused, one that does not add any never', async (t) => {
+  const limit = 51 * MB;
+  // Where V8 aborted the daemon in the middle of a change before this check (see CHANGE_CHANNEL_BYTES).
+  t.ok(changeRefusal({ channels: 48_000, properties: 96_000 }, 40_000, limit), 'simulator channels: 48,000 refused');
+  t.ok(changeRefusal({ channels: 28_000, properties: 140_000 }, 24_500, limit), 'Modbus channels: 28,000 refused');
+  t.equal(changeRefusal({ channels: 32_000, properties: 64_000 }, 24_000, limit), undefined, 'simulator channels: 32,000 accepted');
+  t.equal(changeRefusal({ channels: 17_500, properties: 87_500 }, 14_000, limit), undefined, 'Modbus channels: 17,500 accepted');
+  t.equal(changeRefusal({ channels: 90_000, properties: 450_000 }, 90_000, limit), undefined, 'as many channels as run now: accepted (a device past the bound can still be changed)');
+  t.equal(changeRefusal({ channels: 60_000, properties: 300_000 }, 90_000, limit), undefined, 'fewer channels: accepted');
+  const why = changeRefusal({ channels: 40_000, properties: 80_000 }, 0, limit)!;
+  t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(80000 channel properties\) would need about \d+ MB to change and run, 41 MB of the 51 MB bound are usable; delete channels or assets first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+),/);
+  const suggested = Number(/max-old-space-size=(\d+)/.exec(why)![1]);
+  t.equal(changeRefusal({ channels: 40_000, properties: 80_000 }, 0, suggested * MB), undefined, 'the suggested bound is enough');
+});
+
+t.test('under the launcher\'s heap bound, adding channels past it is refused 413 and the daemon keeps running', async (t) => {
+  // Before this check the fifth request (48,000 channels) made V8 abort the daemon ("JavaScript heap out of memory").
+  const d = await startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() } });
+  const c = basic(d, 'admin', 'admin');
+  const C = '/services/configuration/v2';
+  const post = (p: string, body: unknown, method = 'POST') => c.request(`${C}/${p}`, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const asset = (pid: string, n: number) => {
+    const properties: Record<string, unknown> = { 'driver.pid': { type: 'STRING', value: 'sim' } };
+    for (let i = 0; i < n; i++) {
+      properties[`c${i}#+type`] = { type: 'STRING', value: 'READ' };
+      properties[`c${i}#+value.type`] = { type: 'STRING', value: 'INTEGER' };
+    }
+    return { configs: [{ factoryPid: 'org.eclipse.kura.wire.WireAsset', pid, properties }], takeSnapshot: false };
+  };
+  const statuses: number[] = [];
+  let refusal: { status: number; body: any } | undefined;
+  for (let k = 0; k < 7 && !refusal; k++) {
+    const r = await post('factoryComponents', asset(`a${k}`, 8000));
+    statuses.push(r.status);
+    if (r.status !== 200) refusal = { status: r.status, body: r.json() };
+  }
+  t.same(statuses, [200, 200, 200, 200, 413], '32,000 channels taken, the next 8,000 refused');
+  t.match(refusal?.body.message, /^Configuration too large for this daemon's heap bound: its 40000 channels \(80000 channel properties\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels or assets first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
+  t.equal(d.proc.exitCode, null, 'still running');
+  t.same([...(await c.request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a3'], 'the refused asset is not there');
+  const layer = JSON.parse(fs.readFileSync(path.join(d.dataDir, 'config', 'runtime.json'), 'utf8'));
+  t.same(Object.keys(layer.components).sort(), ['a0', 'a1', 'a2', 'a3'], 'nor stored');
+  // A change that adds no channel goes through at this size, and so does a deletion.
+  t.equal((await post('configurableComponents/configurations/_update', { configs: [{ pid: 'a0', properties: { 'poll.interval': { type: 'INTEGER', value: 0 }, 'c0#+unit': { type: 'STRING', value: 'u' } } }], takeSnapshot: false }, 'PUT')).status, 200, 'a property changed');
+  t.equal((await post('factoryComponents/byPid', { pids: ['a3'], takeSnapshot: false }, 'DELETE')).status, 200, 'an asset deleted');
+  t.equal((await post('factoryComponents', asset('a4', 8000))).status, 200, 'and then 8,000 channels fit again');
+  await d.stop();
+  // What the change path accepted also starts.
+  const again = await startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() }, dir: path.dirname(d.configFile) });
+  t.same([...(await basic(again, 'admin', 'admin').request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a4']);
+  await again.stop();
 });
