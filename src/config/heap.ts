@@ -26,51 +26,83 @@ export function heapWarning(channels: number, heapLimit: number): { channels: nu
 }
 
 /**
- * What a change of the runtime configuration holds at its peak, per channel of the configuration it
- * makes: the running configuration and the new one side by side, the runtime layer and its copy, the
- * request. Measured through the launcher's 48 MB bound, adding assets of 8,000 simulator channels
- * (2 properties each) or 3,500 Modbus channels (5 properties each) per request: V8 aborted the daemon
- * at about 48,000 and 28,000 channels, i.e. about 765 and 1,310 bytes per channel.
+ * What a change of the runtime configuration holds at its peak, for the configuration it makes: the
+ * running configuration and the new one side by side, the runtime layer and its copy, the stored
+ * text, the request. Measured through the launcher's 48 MB bound, adding per request an asset of
+ * 8,000 simulator channels (3 entries each: the channel and its 2 properties), of 3,500 Modbus
+ * channels (6 entries each), or with a 900 KB description: V8 aborted the daemon at about 48,000
+ * and 28,000 channels (765 and 1,310 bytes per channel) and at about 7 MB of descriptions.
  */
-export const CHANGE_CHANNEL_BYTES = 400;
-export const CHANGE_PROPERTY_BYTES = 180;
+export const CHANGE_CHANNEL_BYTES = 220;
+/** Per entry of the configuration as written (an object property or an array element, anywhere). */
+export const CHANGE_ENTRY_BYTES = 180;
+/** Per character of text beyond the first LONG_TEXT of each string (a description, a banner). */
+export const CHANGE_TEXT_FACTOR = 6;
+const LONG_TEXT = 64;
 /** The share of the heap bound a change may count on (the rest: sessions, MQTT, the garbage collector's slack). */
 export const CHANGE_SHARE = 0.8;
 
-/** Channels, and their properties, in a configuration as written (`assets.<pid>.channels.<name>.<key>`). */
-export function channelWeight(raw: unknown): { channels: number; properties: number } {
-  let channels = 0;
-  let properties = 0;
+/** What a configuration as written weighs for a change: its channels, its entries, its long texts. */
+export interface Weight {
+  channels: number;
+  entries: number;
+  /** Characters beyond the first LONG_TEXT of every string. */
+  text: number;
+}
+
+/** Walks a configuration as written (no copy): channels are `assets.<pid>.channels.<name>`. */
+export function weigh(raw: unknown): Weight {
+  const w: Weight = { channels: 0, entries: 0, text: 0 };
   const assets = obj(obj(raw)?.assets);
-  for (const pid in assets) {
-    const chs = obj(obj(assets[pid])?.channels);
-    for (const name in chs) {
-      channels++;
-      const ch = obj(chs[name]);
-      for (const _ in ch) properties++;
+  for (const pid in assets) w.channels += count(obj(obj(assets[pid])?.channels));
+  walk(raw, w, 0);
+  return w;
+}
+
+function count(o: Record<string, unknown> | undefined): number {
+  let n = 0;
+  for (const _ in o) n++;
+  return n;
+}
+
+function walk(v: unknown, w: Weight, depth: number): void {
+  if (typeof v === 'string') {
+    if (v.length > LONG_TEXT) w.text += v.length - LONG_TEXT;
+  } else if (v !== null && typeof v === 'object' && depth < 64) {
+    if (Array.isArray(v)) {
+      w.entries += v.length;
+      for (const x of v) walk(x, w, depth + 1);
+    } else {
+      for (const k in v) {
+        w.entries++;
+        if (k.length > LONG_TEXT) w.text += k.length - LONG_TEXT;
+        walk((v as Record<string, unknown>)[k], w, depth + 1);
+      }
     }
   }
-  return { channels, properties };
 }
 
 const obj = (v: unknown): Record<string, unknown> | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
 
+/** Heap bytes a change making a configuration of weight `w` needs at its peak. */
+export const changeNeeds = (w: Weight): number => BASE_HEAP_BYTES + w.channels * CHANGE_CHANNEL_BYTES + w.entries * CHANGE_ENTRY_BYTES + w.text * CHANGE_TEXT_FACTOR;
+
 /**
- * Why a change that makes a configuration of `weight` must be refused under `heapLimit` (v8's
+ * Why a change that makes a configuration of weight `next` must be refused under `heapLimit` (v8's
  * heap_size_limit), or undefined. Past the bound V8 aborts the daemon in the middle of the change.
- * A change that does not add channels (`channelsNow`: the configuration running) is never refused:
- * deleting assets must stay possible on a device already past the bound.
+ * A change that does not make the configuration heavier than the one running (`now`) is never
+ * refused: deleting assets must stay possible on a device already past the bound.
  */
-export function changeRefusal(weight: { channels: number; properties: number }, channelsNow: number, heapLimit: number): string | undefined {
-  if (weight.channels <= channelsNow) return undefined;
-  const needed = BASE_HEAP_BYTES + weight.channels * CHANGE_CHANNEL_BYTES + weight.properties * CHANGE_PROPERTY_BYTES;
+export function changeRefusal(next: Weight, now: Weight, heapLimit: number): string | undefined {
+  const needed = changeNeeds(next);
   const usable = heapLimit * CHANGE_SHARE;
-  if (needed <= usable) return undefined;
+  if (needed <= usable || needed <= changeNeeds(now)) return undefined;
   const mb = (x: number) => Math.round(x / 1048576);
   const suggest = Math.ceil(needed / CHANGE_SHARE / 1048576 / 16) * 16;
+  const text = next.text >= 1048576 ? `, ${(next.text / 1048576).toFixed(1)} MB of long texts` : '';
   return (
-    `Configuration too large for this daemon's heap bound: its ${weight.channels} channels (${weight.properties} channel properties) would need about ${mb(needed)} MB ` +
-    `to change and run, ${mb(usable)} MB of the ${mb(heapLimit)} MB bound are usable; delete channels or assets first, or raise the heap bound ` +
+    `Configuration too large for this daemon's heap bound: its ${next.channels} channels (${next.entries} entries in all${text}) would need about ${mb(needed)} MB ` +
+    `to change and run, ${mb(usable)} MB of the ${mb(heapLimit)} MB bound are usable; delete channels, assets or long texts first, or raise the heap bound ` +
     `(GATEWAYD_NODE_FLAGS=--max-old-space-size=${suggest}, docs/installation.md "Footprint")`
   );
 }

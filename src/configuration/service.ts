@@ -11,7 +11,7 @@ import { applyLayer, ASSET_FACTORY, componentsOf, eachComponent, emptyLayer, loc
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
-import { changeRefusal, channelWeight } from '../config/heap.js';
+import { changeRefusal, weigh, type Weight } from '../config/heap.js';
 
 const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
@@ -46,6 +46,8 @@ export class Packed {
 
 export interface Loaded extends LoadResult {
   readonly image: Raw;
+  /** What the configuration in force weighs for a change (src/config/heap.ts). */
+  readonly weight: Weight;
   layer: Layer;
   readonly effective: Raw;
   /** The image and the effective configuration as kept (the same when there is no runtime layer). */
@@ -58,9 +60,9 @@ export interface Loaded extends LoadResult {
 /**
  * Reads the image file and the runtime layer (`layer`, else the one in dataDir/config) and validates
  * them together: check-config, start, SIGHUP, and every change (`image` given: no file read).
- * `guard` sees the effective configuration as written before it is validated, and may throw.
+ * `guard` sees the weight of the effective configuration before it is validated, and may throw.
  */
-export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Packed, guard?: (effective: Raw) => void): Loaded {
+export function loadEffective(file: string, registry: DriverRegistry, layer?: Layer, image?: Packed, guard?: (weight: Weight) => void): Loaded {
   const abs = path.resolve(file);
   const validate = (raw: unknown) => validateConfig(raw, registry, path.dirname(abs), abs);
   let img: { raw?: unknown; text?: string; problems: Problem[] } = image ? { raw: image.raw, problems: [] } : readConfigFile(abs);
@@ -70,30 +72,33 @@ export function loadEffective(file: string, registry: DriverRegistry, layer?: La
   const problems = img.problems;
   img = { problems };
   const res: LoadResult = problems.length ? { config: undefined as unknown as Config, problems } : validate(raw);
-  if (errorsOf(res.problems).length > 0) return loaded(res, image ?? raw);
+  if (errorsOf(res.problems).length > 0) return loaded(res, image ?? raw, weigh(raw));
   const store = new ConfigStore(res.config.dataDir);
   try {
     layer ??= store.readLayer();
   } catch (err) {
-    return loaded(res, image ?? raw, emptyLayer(), [{ path: store.dir, message: (err as Error).message }], store);
+    return loaded(res, image ?? raw, weigh(raw), emptyLayer(), [{ path: store.dir, message: (err as Error).message }], store);
   }
   // No runtime layer (the usual case): the image is the effective configuration, validated once
   // already; no second copy and no second validation (a large asset configuration costs both).
-  if (layerIsEmpty(layer)) return loaded(res, image ?? raw, layer, [], store);
+  if (layerIsEmpty(layer)) return loaded(res, image ?? raw, weigh(raw), layer, [], store);
   const effective = applyLayer(raw, layer);
+  const weight = weigh(effective);
   // Before the validation, which makes the second running configuration: a change may be refused here.
-  guard?.(effective);
+  guard?.(weight);
   const next = validate(effective);
   const errors = errorsOf(next.problems);
-  if (errors.length > 0) return loaded(res, image ?? raw, emptyLayer(), errors.map((e) => ({ ...e, message: `${locate(e.path, effective)}: ${e.message}` })), store);
-  return loaded(next, image ?? raw, layer, [], store, effective);
+  if (errors.length > 0) return loaded(res, image ?? raw, weigh(raw), emptyLayer(), errors.map((e) => ({ ...e, message: `${locate(e.path, effective)}: ${e.message}` })), store);
+  return loaded(next, image ?? raw, weight, layer, [], store, effective);
 }
 
-function loaded(res: LoadResult, image: Raw | Packed | undefined, layer = emptyLayer(), layerProblems: Problem[] = [], store?: ConfigStore, effective?: Raw): Loaded {
+/** `weight`: what the configuration in force as written weighs (weigh()). */
+function loaded(res: LoadResult, image: Raw | Packed | undefined, weight: Weight, layer = emptyLayer(), layerProblems: Problem[] = [], store?: ConfigStore, effective?: Raw): Loaded {
   const img = image === undefined || image instanceof Packed ? image : new Packed(image);
   const packed = { image: img!, effective: effective ? new Packed(effective) : img! };
   return {
     ...res,
+    weight,
     layer,
     layerProblems,
     store,
@@ -189,7 +194,7 @@ export class ConfigurationService {
   async change(mutate: (layer: Layer) => void, takeSnapshot: boolean): Promise<string | undefined> {
     const layer = structuredClone(this.state.layer);
     mutate(layer);
-    const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (effective) => this.fits(effective));
+    const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (weight) => this.fits(weight));
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
@@ -207,9 +212,8 @@ export class ConfigurationService {
    * daemon in the middle of it (docs/configuration-v2.md "Applying a change"). A restart only loads the
    * configuration, which takes less, so a configuration this accepted also starts.
    */
-  private fits(effective: Raw): void {
-    const now = this.state.config.assets.reduce((n, a) => n + a.channels.length, 0);
-    const why = changeRefusal(channelWeight(effective), now, v8().getHeapStatistics().heap_size_limit);
+  private fits(weight: Weight): void {
+    const why = changeRefusal(weight, this.state.weight, v8().getHeapStatistics().heap_size_limit);
     if (why) throw new ConfigError(413, why);
   }
 

@@ -3,7 +3,7 @@
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeRefusal, channelWeight, heapWarning } from '../../src/config/heap.js';
+import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeNeeds, changeRefusal, heapWarning, weigh } from '../../src/config/heap.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { launcherHeapOptions } from '../helpers/launch.mjs';
@@ -53,26 +53,40 @@ function written(assets: number, n: number, props: number) {
   return { drivers: { sim: { factory: 'simulator' } }, assets: a };
 }
 
-t.test('channelWeight counts the channels and their properties of a configuration as written', async (t) => {
-  t.same(channelWeight(written(3, 4, 5)), { channels: 12, properties: 60 });
-  t.same(channelWeight({}), { channels: 0, properties: 0 });
-  t.same(channelWeight(null), { channels: 0, properties: 0 });
-  t.same(channelWeight({ assets: { a: { channels: [1, 2] }, b: 'x', c: { channels: { x: null, y: { k: 1 } } } } }), { channels: 2, properties: 1 }, 'malformed parts count as nothing (validation answers them)');
+t.test('weigh counts the channels, every entry and the long texts of a configuration as written', async (t) => {
+  // drivers(1) sim(1) factory(1) assets(1) + per asset: a<k>(1) driver.pid(1) channels(1) + per channel: c<i>(1) + its props
+  t.same(weigh(written(3, 4, 5)), { channels: 12, entries: 4 + 3 * 3 + 12 * 6, text: 0 });
+  t.same(weigh({}), { channels: 0, entries: 0, text: 0 });
+  t.same(weigh(null), { channels: 0, entries: 0, text: 0 });
+  t.same(weigh({ assets: { a: { channels: [1, 2] }, b: 'x' } }), { channels: 0, entries: 6, text: 0 }, 'a channel list that is no object has no channels (validation answers it)');
+  t.same(weigh({ console: { banner: 'b'.repeat(1064), short: 'x'.repeat(64) }, list: ['y'.repeat(100)] }), { channels: 0, entries: 5, text: 1000 + 36 }, 'text beyond the first 64 characters of each string');
+  const deep: Record<string, unknown> = {};
+  let at = deep;
+  for (let i = 0; i < 10_000; i++) at = (at.n = {}) as Record<string, unknown>;
+  t.ok(weigh(deep).entries <= 64, 'a deep nesting is not followed to the end (no stack overflow)');
 });
 
-t.test('changeRefusal: a change that adds channels past the bound is refused, one that does not add any never', async (t) => {
+// A configuration of n channels of the given kind (entries per channel: the channel and its properties).
+const sim = (n: number) => ({ channels: n, entries: 3 * n, text: 0 });
+const modbus = (n: number) => ({ channels: n, entries: 6 * n, text: 0 });
+
+t.test('changeRefusal: a change that makes the configuration heavier past the bound is refused, one that does not never', async (t) => {
   const limit = 51 * MB;
   // Where V8 aborted the daemon in the middle of a change before this check (see CHANGE_CHANNEL_BYTES).
-  t.ok(changeRefusal({ channels: 48_000, properties: 96_000 }, 40_000, limit), 'simulator channels: 48,000 refused');
-  t.ok(changeRefusal({ channels: 28_000, properties: 140_000 }, 24_500, limit), 'Modbus channels: 28,000 refused');
-  t.equal(changeRefusal({ channels: 32_000, properties: 64_000 }, 24_000, limit), undefined, 'simulator channels: 32,000 accepted');
-  t.equal(changeRefusal({ channels: 17_500, properties: 87_500 }, 14_000, limit), undefined, 'Modbus channels: 17,500 accepted');
-  t.equal(changeRefusal({ channels: 90_000, properties: 450_000 }, 90_000, limit), undefined, 'as many channels as run now: accepted (a device past the bound can still be changed)');
-  t.equal(changeRefusal({ channels: 60_000, properties: 300_000 }, 90_000, limit), undefined, 'fewer channels: accepted');
-  const why = changeRefusal({ channels: 40_000, properties: 80_000 }, 0, limit)!;
-  t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(80000 channel properties\) would need about \d+ MB to change and run, 41 MB of the 51 MB bound are usable; delete channels or assets first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+),/);
+  t.ok(changeRefusal(sim(48_000), sim(40_000), limit), 'simulator channels: 48,000 refused');
+  t.ok(changeRefusal(modbus(28_000), modbus(24_500), limit), 'Modbus channels: 28,000 refused');
+  t.ok(changeRefusal({ channels: 1, entries: 100, text: 7 * MB }, sim(0), limit), '7 MB of descriptions refused');
+  t.equal(changeRefusal(sim(32_000), sim(24_000), limit), undefined, 'simulator channels: 32,000 accepted');
+  t.equal(changeRefusal(modbus(17_500), modbus(14_000), limit), undefined, 'Modbus channels: 17,500 accepted');
+  t.equal(changeRefusal({ channels: 1, entries: 100, text: 3 * MB }, sim(0), limit), undefined, '3 MB of descriptions accepted');
+  t.equal(changeRefusal(modbus(90_000), modbus(90_000), limit), undefined, 'as heavy as what runs now: accepted (a device past the bound can still be changed)');
+  t.equal(changeRefusal(modbus(60_000), modbus(90_000), limit), undefined, 'lighter: accepted');
+  const why = changeRefusal(sim(40_000), sim(0), limit)!;
+  t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(120000 entries in all\) would need about (\d+) MB to change and run, 41 MB of the 51 MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+), docs\/installation\.md "Footprint"\)$/);
+  t.equal(Number(/about (\d+) MB/.exec(why)![1]), Math.round(changeNeeds(sim(40_000)) / MB));
   const suggested = Number(/max-old-space-size=(\d+)/.exec(why)![1]);
-  t.equal(changeRefusal({ channels: 40_000, properties: 80_000 }, 0, suggested * MB), undefined, 'the suggested bound is enough');
+  t.equal(changeRefusal(sim(40_000), sim(0), suggested * MB), undefined, 'the suggested bound is enough');
+  t.match(changeRefusal({ channels: 0, entries: 10, text: 7.5 * MB }, sim(0), limit), /its 0 channels \(10 entries in all, 7\.5 MB of long texts\)/);
 });
 
 t.test('under the launcher\'s heap bound, adding channels past it is refused 413 and the daemon keeps running', async (t) => {
@@ -97,7 +111,7 @@ t.test('under the launcher\'s heap bound, adding channels past it is refused 413
     if (r.status !== 200) refusal = { status: r.status, body: r.json() };
   }
   t.same(statuses, [200, 200, 200, 200, 413], '32,000 channels taken, the next 8,000 refused');
-  t.match(refusal?.body.message, /^Configuration too large for this daemon's heap bound: its 40000 channels \(80000 channel properties\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels or assets first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
+  t.match(refusal?.body.message, /^Configuration too large for this daemon's heap bound: its 40000 channels \(\d+ entries in all\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
   t.equal(d.proc.exitCode, null, 'still running');
   t.same([...(await c.request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a3'], 'the refused asset is not there');
   const layer = JSON.parse(fs.readFileSync(path.join(d.dataDir, 'config', 'runtime.json'), 'utf8'));
@@ -111,4 +125,24 @@ t.test('under the launcher\'s heap bound, adding channels past it is refused 413
   const again = await startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() }, dir: path.dirname(d.configFile) });
   t.same([...(await basic(again, 'admin', 'admin').request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a4']);
   await again.stop();
+});
+
+t.test('long texts count too: assets with 900 KB descriptions are refused 413 before the heap runs out', async (t) => {
+  // Before this check the eighth such request made V8 abort the daemon.
+  const d = await startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() } });
+  const c = basic(d, 'admin', 'admin');
+  const statuses: number[] = [];
+  let message = '';
+  for (let k = 0; k < 10 && !message; k++) {
+    const properties = { 'driver.pid': { type: 'STRING', value: 'sim' }, 'asset.desc': { type: 'STRING', value: `${k}`.padEnd(900 * 1024, 'x') } };
+    const r = await c.request('/services/configuration/v2/factoryComponents', { method: 'POST', body: JSON.stringify({ configs: [{ factoryPid: 'org.eclipse.kura.wire.WireAsset', pid: `d${k}`, properties }], takeSnapshot: false }), headers: { 'content-type': 'application/json' } });
+    statuses.push(r.status);
+    if (r.status !== 200) message = r.json().message;
+  }
+  t.equal(statuses.at(-1), 413, `refused after ${statuses.length - 1} of them`);
+  t.ok(statuses.length >= 4 && statuses.slice(0, -1).every((s) => s === 200), `the first ones taken (${statuses.join(' ')})`);
+  t.match(message, /^Configuration too large for this daemon's heap bound: its 0 channels \(\d+ entries in all, \d+\.\d MB of long texts\)/);
+  t.equal(d.proc.exitCode, null, 'still running');
+  t.equal((await c.request('/services/configuration/v2/factoryComponents/byPid', { method: 'DELETE', body: JSON.stringify({ pids: ['d0'], takeSnapshot: false }), headers: { 'content-type': 'application/json' } })).status, 200, 'a deletion goes through');
+  t.equal((await c.request('/services/assets')).status, 200, 'and the daemon serves');
 });
