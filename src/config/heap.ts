@@ -3,10 +3,17 @@
 // aborts with "JavaScript heap out of memory" and the supervisor restarts the daemon in a loop, so
 // the log says beforehand what to change.
 
+import { isPlainObject } from './schema.js';
+
 /** Heap a configured channel keeps (configuration, driver form, telemetry state) plus its share of a poll, measured with Modbus. */
 export const CHANNEL_HEAP_BYTES = 700;
 /** The daemon's own heap with HTTP and MQTT running. */
 export const BASE_HEAP_BYTES = 16 * 1024 * 1024;
+
+const mb = (bytes: number): number => Math.round(bytes / 1048576);
+
+/** The --max-old-space-size (MB, a multiple of 16) of which `needed` bytes are `share`. */
+const boundFor = (needed: number, share: number): number => Math.ceil(needed / share / 1048576 / 16) * 16;
 
 /**
  * A warning when `channels` need more than 60 % of `heapLimit` (bytes, v8's heap_size_limit): above
@@ -15,8 +22,7 @@ export const BASE_HEAP_BYTES = 16 * 1024 * 1024;
 export function heapWarning(channels: number, heapLimit: number): { channels: number; heapLimitMB: number; neededMB: number; hint: string } | undefined {
   const needed = BASE_HEAP_BYTES + channels * CHANNEL_HEAP_BYTES;
   if (needed <= heapLimit * 0.6) return undefined;
-  const mb = (x: number) => Math.round(x / 1048576);
-  const suggest = Math.ceil((needed / 0.6 / 1048576) / 16) * 16;
+  const suggest = boundFor(needed, 0.6);
   return {
     channels,
     heapLimitMB: mb(heapLimit),
@@ -53,16 +59,12 @@ export interface Weight {
 /** Walks a configuration as written (no copy): channels are `assets.<pid>.channels.<name>`. */
 export function weigh(raw: unknown): Weight {
   const w: Weight = { channels: 0, entries: 0, text: 0 };
-  const assets = obj(obj(raw)?.assets);
-  for (const pid in assets) w.channels += count(obj(obj(assets[pid])?.channels));
+  const assets = isPlainObject(raw) ? raw.assets : undefined;
+  if (isPlainObject(assets)) {
+    for (const a of Object.values(assets)) if (isPlainObject(a) && isPlainObject(a.channels)) w.channels += Object.keys(a.channels).length;
+  }
   walk(raw, w, 0);
   return w;
-}
-
-function count(o: Record<string, unknown> | undefined): number {
-  let n = 0;
-  for (const _ in o) n++;
-  return n;
 }
 
 function walk(v: unknown, w: Weight, depth: number): void {
@@ -82,8 +84,6 @@ function walk(v: unknown, w: Weight, depth: number): void {
   }
 }
 
-const obj = (v: unknown): Record<string, unknown> | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined);
-
 /** Heap bytes a change making a configuration of weight `w` needs at its peak. */
 export const changeNeeds = (w: Weight): number => BASE_HEAP_BYTES + w.channels * CHANGE_CHANNEL_BYTES + w.entries * CHANGE_ENTRY_BYTES + w.text * CHANGE_TEXT_FACTOR;
 
@@ -97,8 +97,7 @@ export function changeRefusal(next: Weight, now: Weight, heapLimit: number): str
   const needed = changeNeeds(next);
   const usable = heapLimit * CHANGE_SHARE;
   if (needed <= usable || needed <= changeNeeds(now)) return undefined;
-  const mb = (x: number) => Math.round(x / 1048576);
-  const suggest = Math.ceil(needed / CHANGE_SHARE / 1048576 / 16) * 16;
+  const suggest = boundFor(needed, CHANGE_SHARE);
   const text = next.text >= 1048576 ? `, ${(next.text / 1048576).toFixed(1)} MB of long texts` : '';
   return (
     `Configuration too large for this daemon's heap bound: its ${next.channels} channels (${next.entries} entries in all${text}) would need about ${mb(needed)} MB ` +

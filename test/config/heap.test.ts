@@ -4,7 +4,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeNeeds, changeRefusal, heapWarning, weigh } from '../../src/config/heap.js';
-import { startDaemon } from '../helpers/daemon.js';
+import { startDaemon, type Daemon, type TestLike } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { launcherHeapOptions } from '../helpers/launch.mjs';
 
@@ -30,8 +30,10 @@ function config(channels: number) {
   return { drivers: { sim: { factory: 'simulator' } }, assets: { big: { 'driver.pid': 'sim', channels: ch } } };
 }
 
+/** The launcher's heap flags. */
+const env = { NODE_OPTIONS: launcherHeapOptions() };
+
 t.test('the daemon warns at start when the channels are many for its heap bound, and starts', async (t) => {
-  const env = { NODE_OPTIONS: launcherHeapOptions() }; // the launcher's heap flags
   const big = await startDaemon(t, config(30_000), { env });
   const line = big.logs.find((l) => /many channels for the heap bound/.test(l));
   t.ok(line, 'warned');
@@ -89,60 +91,74 @@ t.test('changeRefusal: a change that makes the configuration heavier past the bo
   t.match(changeRefusal({ channels: 0, entries: 10, text: 7.5 * MB }, sim(0), limit), /its 0 channels \(10 entries in all, 7\.5 MB of long texts\)/);
 });
 
+/** A daemon with an administrator and a simulator driver, under the launcher's heap flags (`dir`: start again there). */
+const adminDaemon = (t: TestLike, dir?: string) => startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env, dir });
+
+/** configuration/v2 as the administrator. */
+const v2 = (d: Daemon) => {
+  const c = basic(d, 'admin', 'admin');
+  return (p: string, body: unknown, method = 'POST') => c.request(`/services/configuration/v2/${p}`, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+};
+
+/** POSTs the factory components `make(k)` makes, k = 0, 1, …, up to `max` of them, until one is not answered 200. */
+async function addUntilRefused(call: ReturnType<typeof v2>, max: number, make: (k: number) => { factoryPid: string; pid: string; properties: unknown }): Promise<{ statuses: number[]; message: string | undefined }> {
+  const statuses: number[] = [];
+  for (let k = 0; k < max; k++) {
+    const r = await call('factoryComponents', { configs: [make(k)], takeSnapshot: false });
+    statuses.push(r.status);
+    if (r.status !== 200) return { statuses, message: r.json().message };
+  }
+  return { statuses, message: undefined };
+}
+
+const WIRE_ASSET = 'org.eclipse.kura.wire.WireAsset';
+
+/** An asset of `n` simulator channels (two properties each). */
+const simAsset = (pid: string, n: number) => {
+  const properties: Record<string, unknown> = { 'driver.pid': { type: 'STRING', value: 'sim' } };
+  for (let i = 0; i < n; i++) {
+    properties[`c${i}#+type`] = { type: 'STRING', value: 'READ' };
+    properties[`c${i}#+value.type`] = { type: 'STRING', value: 'INTEGER' };
+  }
+  return { factoryPid: WIRE_ASSET, pid, properties };
+};
+
 t.test('under the launcher\'s heap bound, adding channels past it is refused 413 and the daemon keeps running', async (t) => {
   // Before this check the fifth request (48,000 channels) made V8 abort the daemon ("JavaScript heap out of memory").
-  const d = await startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() } });
+  const d = await adminDaemon(t);
   const c = basic(d, 'admin', 'admin');
-  const C = '/services/configuration/v2';
-  const post = (p: string, body: unknown, method = 'POST') => c.request(`${C}/${p}`, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  const asset = (pid: string, n: number) => {
-    const properties: Record<string, unknown> = { 'driver.pid': { type: 'STRING', value: 'sim' } };
-    for (let i = 0; i < n; i++) {
-      properties[`c${i}#+type`] = { type: 'STRING', value: 'READ' };
-      properties[`c${i}#+value.type`] = { type: 'STRING', value: 'INTEGER' };
-    }
-    return { configs: [{ factoryPid: 'org.eclipse.kura.wire.WireAsset', pid, properties }], takeSnapshot: false };
-  };
-  const statuses: number[] = [];
-  let refusal: { status: number; body: any } | undefined;
-  for (let k = 0; k < 7 && !refusal; k++) {
-    const r = await post('factoryComponents', asset(`a${k}`, 8000));
-    statuses.push(r.status);
-    if (r.status !== 200) refusal = { status: r.status, body: r.json() };
-  }
+  const call = v2(d);
+  const { statuses, message } = await addUntilRefused(call, 7, (k) => simAsset(`a${k}`, 8000));
   t.same(statuses, [200, 200, 200, 200, 413], '32,000 channels taken, the next 8,000 refused');
-  t.match(refusal?.body.message, /^Configuration too large for this daemon's heap bound: its 40000 channels \(\d+ entries in all\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
+  t.match(message, /^Configuration too large for this daemon's heap bound: its 40000 channels \(\d+ entries in all\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
   t.equal(d.proc.exitCode, null, 'still running');
   t.same([...(await c.request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a3'], 'the refused asset is not there');
   const layer = JSON.parse(fs.readFileSync(path.join(d.dataDir, 'config', 'runtime.json'), 'utf8'));
   t.same(Object.keys(layer.components).sort(), ['a0', 'a1', 'a2', 'a3'], 'nor stored');
   // A change that adds no channel goes through at this size, and so does a deletion.
-  t.equal((await post('configurableComponents/configurations/_update', { configs: [{ pid: 'a0', properties: { 'poll.interval': { type: 'INTEGER', value: 0 }, 'c0#+unit': { type: 'STRING', value: 'u' } } }], takeSnapshot: false }, 'PUT')).status, 200, 'a property changed');
-  t.equal((await post('factoryComponents/byPid', { pids: ['a3'], takeSnapshot: false }, 'DELETE')).status, 200, 'an asset deleted');
-  t.equal((await post('factoryComponents', asset('a4', 8000))).status, 200, 'and then 8,000 channels fit again');
+  t.equal((await call('configurableComponents/configurations/_update', { configs: [{ pid: 'a0', properties: { 'poll.interval': { type: 'INTEGER', value: 0 }, 'c0#+unit': { type: 'STRING', value: 'u' } } }], takeSnapshot: false }, 'PUT')).status, 200, 'a property changed');
+  t.equal((await call('factoryComponents/byPid', { pids: ['a3'], takeSnapshot: false }, 'DELETE')).status, 200, 'an asset deleted');
+  t.equal((await call('factoryComponents', { configs: [simAsset('a4', 8000)], takeSnapshot: false })).status, 200, 'and then 8,000 channels fit again');
   await d.stop();
   // What the change path accepted also starts.
-  const again = await startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() }, dir: path.dirname(d.configFile) });
+  const again = await adminDaemon(t, path.dirname(d.configFile));
   t.same([...(await basic(again, 'admin', 'admin').request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a4']);
   await again.stop();
 });
 
 t.test('long texts count too: assets with 900 KB descriptions are refused 413 before the heap runs out', async (t) => {
   // Before this check the eighth such request made V8 abort the daemon.
-  const d = await startDaemon(t, { identities: { admin: { password: 'admin', permissions: ['kura.admin'] } }, drivers: { sim: { factory: 'simulator' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() } });
-  const c = basic(d, 'admin', 'admin');
-  const statuses: number[] = [];
-  let message = '';
-  for (let k = 0; k < 10 && !message; k++) {
-    const properties = { 'driver.pid': { type: 'STRING', value: 'sim' }, 'asset.desc': { type: 'STRING', value: `${k}`.padEnd(900 * 1024, 'x') } };
-    const r = await c.request('/services/configuration/v2/factoryComponents', { method: 'POST', body: JSON.stringify({ configs: [{ factoryPid: 'org.eclipse.kura.wire.WireAsset', pid: `d${k}`, properties }], takeSnapshot: false }), headers: { 'content-type': 'application/json' } });
-    statuses.push(r.status);
-    if (r.status !== 200) message = r.json().message;
-  }
+  const d = await adminDaemon(t);
+  const call = v2(d);
+  const { statuses, message } = await addUntilRefused(call, 10, (k) => ({
+    factoryPid: WIRE_ASSET,
+    pid: `d${k}`,
+    properties: { 'driver.pid': { type: 'STRING', value: 'sim' }, 'asset.desc': { type: 'STRING', value: `${k}`.padEnd(900 * 1024, 'x') } },
+  }));
   t.equal(statuses.at(-1), 413, `refused after ${statuses.length - 1} of them`);
   t.ok(statuses.length >= 4 && statuses.slice(0, -1).every((s) => s === 200), `the first ones taken (${statuses.join(' ')})`);
   t.match(message, /^Configuration too large for this daemon's heap bound: its 0 channels \(\d+ entries in all, \d+\.\d MB of long texts\)/);
   t.equal(d.proc.exitCode, null, 'still running');
-  t.equal((await c.request('/services/configuration/v2/factoryComponents/byPid', { method: 'DELETE', body: JSON.stringify({ pids: ['d0'], takeSnapshot: false }), headers: { 'content-type': 'application/json' } })).status, 200, 'a deletion goes through');
-  t.equal((await c.request('/services/assets')).status, 200, 'and the daemon serves');
+  t.equal((await call('factoryComponents/byPid', { pids: ['d0'], takeSnapshot: false }, 'DELETE')).status, 200, 'a deletion goes through');
+  t.equal((await basic(d, 'admin', 'admin').request('/services/assets')).status, 200, 'and the daemon serves');
 });
