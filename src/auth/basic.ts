@@ -44,6 +44,11 @@ const ENTRY_TTL_MS = 10 * 60_000;
  */
 type OneShotHash = (algorithm: string, data: string, encoding: 'base64') => string;
 
+function newKey(): { key: Buffer; text: string; hash: OneShotHash | undefined } {
+  const key = nodeCrypto().randomBytes(32);
+  return { key, text: key.toString('base64'), hash: (nodeCrypto() as { hash?: OneShotHash }).hash };
+}
+
 interface Entry {
   user: string;
   credentials: number;
@@ -52,17 +57,15 @@ interface Entry {
 
 /**
  * Remembers credentials that verified, as a SHA-256 digest keyed with 256 random bits made at
- * start-up and never written anywhere (the key prepended; HMAC-SHA256 on Nodes without a one-shot
+ * first use and never written anywhere (the key prepended; HMAC-SHA256 on Nodes without a one-shot
  * hash): a memory dump shows neither the password nor a hash that could be attacked offline
  * without the key, and the digests never leave the process. An entry is bound to the identity's
  * credentials stamp and is dropped when the identity changes; entries also age out and the cache
  * is bounded (least recently used dropped).
  */
 export class BasicCache {
-  /** Made on first use, with node:crypto (not loaded at start-up: src/core/builtin.ts). */
-  private key: Buffer | undefined;
-  private keyText = '';
-  private oneShotHash: OneShotHash | undefined;
+  /** The digests' key, made on first use with node:crypto (not loaded at start-up: src/core/builtin.ts). */
+  private keyed: { key: Buffer; text: string; hash: OneShotHash | undefined } | undefined;
   /** By digest of `user \0 password`. */
   private entries = new Map<string, Entry>();
   /**
@@ -74,13 +77,9 @@ export class BasicCache {
   constructor(private readonly now: () => number = Date.now) {}
 
   private digest(text: string): string {
-    if (this.key === undefined) {
-      this.key = nodeCrypto().randomBytes(32);
-      this.keyText = this.key.toString('base64');
-      this.oneShotHash = (nodeCrypto() as { hash?: OneShotHash }).hash;
-    }
-    if (this.oneShotHash) return this.oneShotHash('sha256', this.keyText + text, 'base64');
-    return nodeCrypto().createHmac('sha256', this.key).update(text).digest('base64');
+    const k = (this.keyed ??= newKey());
+    if (k.hash) return k.hash('sha256', k.text + text, 'base64');
+    return nodeCrypto().createHmac('sha256', k.key).update(text).digest('base64');
   }
 
   private hit(m: Map<string, Entry>, k: string, user?: string, credentials?: number): Entry | undefined {
