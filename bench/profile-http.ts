@@ -204,9 +204,9 @@ async function main(): Promise<void> {
         const session = await login({ port: http }, USER, PASSWORD);
         if (!session) throw new Error('login failed');
         sessionH = sessionHeaders(session);
-        sample = await request({ port: http }, READ, { headers: sessionHeaders(session) });
+        sample = await request({ port: http }, READ, { headers: sessionH });
         if (sample.status !== 200) throw new Error(`gatewayd read: HTTP ${sample.status}`);
-        if (args.only.includes('session')) servers.push({ ...gw, name: `gatewayd session${tag}`, headers: sessionHeaders(session) });
+        if (args.only.includes('session')) servers.push({ ...gw, name: `gatewayd session${tag}`, headers: sessionH });
         if (args.only.includes('basic')) servers.push({ ...gw, name: `gatewayd BASIC${tag}`, headers: basicHeaders(USER, PASSWORD) });
       }
       if (!sample) throw new Error('no bundle');
