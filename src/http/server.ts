@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import { Router, decodePath } from './router.js';
 import { RequestError } from '../core/errors.js';
 import { BodyGate } from './body.js';
+import { Outbox } from './outbox.js';
 import { HttpError, RequestContext, addressPrefix, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
 
 // Loaded when an HTTPS listener opens (docs/installation.md "Start-up time").
@@ -137,6 +138,7 @@ export class HttpServer {
   /** Open connections per address prefix. */
   private perPrefix = new Map<string, number>();
   readonly bodyGate: BodyGate;
+  private readonly outbox = new Outbox();
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -312,7 +314,7 @@ export class HttpServer {
    */
   private handle(req: http.IncomingMessage, res: http.ServerResponse, info: ListenerInfo): void {
     const path = decodePath(req.url ?? '');
-    const ctx = new RequestContext(req, res, info, path ?? '/', this.filters);
+    const ctx = new RequestContext(req, res, info, path ?? '/', this.filters, this.outbox);
     ctx.bodyGate = this.bodyGate;
     const sock = req.socket as Tracked;
     const conn = sock[CONN] ?? sock._parent?.[CONN];
