@@ -5,8 +5,7 @@ import { createLogger, type Logger } from './log.js';
 import { VERSION } from './version.js';
 import { DEFAULT_CONFIG_FILE, errorsOf } from './config/config.js';
 import { loadEffective } from './configuration/service.js';
-import { heapWarning } from './config/heap.js';
-import { lazyBuiltin } from './core/builtin.js';
+import { heapBound, heapWarning } from './config/heap.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
 import { Daemon } from './daemon.js';
@@ -81,8 +80,6 @@ function configCommand(file: string, rest: string[]): number {
   return 0;
 }
 
-const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');
-
 async function run(file: string, log: Logger): Promise<number> {
   const registry = new DriverRegistry(builtinDrivers());
   const loaded = loadEffective(file, registry);
@@ -102,7 +99,7 @@ async function run(file: string, log: Logger): Promise<number> {
   log.setLevel(config.logLevel);
   const channels = config.assets.reduce((n, a) => n + a.channels.length, 0);
   // node:v8 is loaded only for a configuration large enough to matter (start-up time).
-  const tight = channels >= 10_000 ? heapWarning(channels, v8().getHeapStatistics().heap_size_limit) : undefined;
+  const tight = channels >= 10_000 ? heapWarning(channels, heapBound()) : undefined;
   if (tight) log.warn('configuration: many channels for the heap bound', tight);
   const daemon = new Daemon({ config, loaded, log, registry });
 

@@ -4,6 +4,9 @@
 // the log says beforehand what to change.
 
 import { isPlainObject } from './schema.js';
+import { lazyBuiltin } from '../core/builtin.js';
+
+const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');
 
 /** Heap a configured channel keeps (configuration, driver form, telemetry state) plus its share of a poll, measured with Modbus. */
 export const CHANNEL_HEAP_BYTES = 700;
@@ -15,14 +18,47 @@ const mb = (bytes: number): number => Math.round(bytes / 1048576);
 /** The --max-old-space-size (MB, a multiple of 16) of which `needed` bytes are `share`. */
 const boundFor = (needed: number, share: number): number => Math.ceil(needed / share / 1048576 / 16) * 16;
 
+const OLD_SPACE_FLAG = /^--max[-_]old[-_]space[-_]size=(\d+)$/;
+
+/** Node's flags as they take effect: NODE_OPTIONS first, then the command line's (later ones win). */
+export const nodeFlags = (): string[] => [...nodeOptionsWords(process.env.NODE_OPTIONS ?? ''), ...process.execArgv];
+
+/** NODE_OPTIONS as node splits it: words apart by white space, or in double quotes with `\` escapes. */
+export function nodeOptionsWords(text: string): string[] {
+  const words: string[] = [];
+  for (const m of text.matchAll(/"((?:[^"\\]|\\.)*)"|[^\s"]+/g)) words.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[0]);
+  return words;
+}
+
 /**
- * A warning when `channels` need more than 60 % of `heapLimit` (bytes, v8's heap_size_limit): above
- * that garbage collection takes much of the CPU, and above the limit the daemon does not start.
+ * The heap bound a configuration must fit, in bytes: the old generation's, where V8 aborts with
+ * "Reached heap limit". That is the last `--max-old-space-size` among `flags`; without one, V8's
+ * `heap_size_limit` (`heapSizeLimit`), which also counts the young generation (three times
+ * `--max-semi-space-size`: 6 of the launcher's 54 MB).
+ */
+export function oldSpaceBound(heapSizeLimit: number, flags: readonly string[] = nodeFlags()): number {
+  let bound = heapSizeLimit;
+  for (const f of flags) {
+    const m = OLD_SPACE_FLAG.exec(f);
+    if (m) bound = Math.min(Number(m[1]) * 1048576, heapSizeLimit);
+  }
+  return bound;
+}
+
+/** oldSpaceBound() of this process (node:v8 is loaded at the first call, not at start-up). */
+export const heapBound = (): number => oldSpaceBound(v8().getHeapStatistics().heap_size_limit);
+
+/** The share of the bound the configured channels may take before the daemon warns. */
+export const WARNING_SHARE = 0.64;
+
+/**
+ * A warning when `channels` need more than WARNING_SHARE of `heapLimit` (bytes, oldSpaceBound()):
+ * above that garbage collection takes much of the CPU, and above the limit the daemon does not start.
  */
 export function heapWarning(channels: number, heapLimit: number): { channels: number; heapLimitMB: number; neededMB: number; hint: string } | undefined {
   const needed = BASE_HEAP_BYTES + channels * CHANNEL_HEAP_BYTES;
-  if (needed <= heapLimit * 0.6) return undefined;
-  const suggest = boundFor(needed, 0.6);
+  if (needed <= heapLimit * WARNING_SHARE) return undefined;
+  const suggest = boundFor(needed, WARNING_SHARE);
   return {
     channels,
     heapLimitMB: mb(heapLimit),
@@ -45,8 +81,11 @@ export const CHANGE_ENTRY_BYTES = 180;
 /** Per character of text beyond the first LONG_TEXT of each string (a description, a banner). */
 export const CHANGE_TEXT_FACTOR = 6;
 const LONG_TEXT = 64;
-/** The share of the heap bound a change may count on (the rest: sessions, MQTT, the garbage collector's slack). */
-export const CHANGE_SHARE = 0.8;
+/**
+ * The share of the heap bound (oldSpaceBound()) a change may count on (the rest: sessions, MQTT, the
+ * garbage collector's slack): 41 MB of the launcher's 48.
+ */
+export const CHANGE_SHARE = 0.85;
 
 /** What a configuration as written weighs for a change: its channels, its entries, its long texts. */
 export interface Weight {
@@ -88,8 +127,8 @@ function walk(v: unknown, w: Weight, depth: number): void {
 export const changeNeeds = (w: Weight): number => BASE_HEAP_BYTES + w.channels * CHANGE_CHANNEL_BYTES + w.entries * CHANGE_ENTRY_BYTES + w.text * CHANGE_TEXT_FACTOR;
 
 /**
- * Why a change that makes a configuration of weight `next` must be refused under `heapLimit` (v8's
- * heap_size_limit), or undefined. Past the bound V8 aborts the daemon in the middle of the change.
+ * Why a change that makes a configuration of weight `next` must be refused under `heapLimit`
+ * (oldSpaceBound()), or undefined. Past the bound V8 aborts the daemon in the middle of the change.
  * A change that does not make the configuration heavier than the one running (`now`) is never
  * refused: deleting assets must stay possible on a device already past the bound.
  */

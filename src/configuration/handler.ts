@@ -6,7 +6,7 @@ import { isPlainObject as isObj, setOwn } from '../config/schema.js';
 import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, adsById, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
 import { ConfigError, type ConfigurationService } from './service.js';
 import { rawJson, type Family, type Method } from '../core/family.js';
-import { lazyBuiltin } from '../core/builtin.js';
+import { heapBound } from '../config/heap.js';
 
 type Svc = ConfigurationService;
 const bad = (text: string) => new ConfigError(400, text);
@@ -22,7 +22,6 @@ const snap = (body: unknown) => !(isObj(body) && body.takeSnapshot === false);
 const shown = (svc: Svc, c: Component, mask: boolean, defaultsOnly?: boolean) => configDto(c, ocdOf(c, svc.effective, svc.registry), { definition: true, mask, defaultsOnly });
 const message = (m: string | undefined) => m && { message: m };
 
-const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');
 /** Reply bytes per attribute definition, its property included (measured: ~230 with Modbus channels, ~16 per channel). */
 const BYTES_PER_AD = 230;
 
@@ -35,7 +34,7 @@ const BYTES_PER_AD = 230;
 function fits(svc: Svc, cs: Component[]): Component[] {
   let ads = 0;
   for (const c of cs) ads += ocdOf(c, svc.effective, svc.registry)?.ads.length ?? 0;
-  const budget = v8().getHeapStatistics().heap_size_limit / 6;
+  const budget = heapBound() / 6;
   if (ads * BYTES_PER_AD > budget) {
     const mb = (x: number) => (x / 1048576).toFixed(1);
     throw new ConfigError(413, `Reply too large: about ${mb(ads * BYTES_PER_AD)} MB of configurations with their definitions, ${mb(budget)} MB fit this daemon's heap bound; ask for fewer components with configurableComponents/configurations/byPid, or raise the heap bound (GATEWAYD_NODE_FLAGS=--max-old-space-size=…)`);

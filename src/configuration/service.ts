@@ -11,9 +11,8 @@ import { applyLayer, ASSET_FACTORY, componentsOf, eachComponent, emptyLayer, loc
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
-import { changeRefusal, weigh, type Weight } from '../config/heap.js';
+import { changeRefusal, heapBound, weigh, type Weight } from '../config/heap.js';
 
-const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
 /** Texts shorter than this are kept as they are: node:zlib (compiled at its first use) only for large configurations. */
 const PACK_FROM = 64 * 1024;
@@ -213,7 +212,7 @@ export class ConfigurationService {
    * configuration, which takes less, so a configuration this accepted also starts.
    */
   private fits(weight: Weight): void {
-    const why = changeRefusal(weight, this.state.weight, v8().getHeapStatistics().heap_size_limit);
+    const why = changeRefusal(weight, this.state.weight, heapBound());
     if (why) throw new ConfigError(413, why);
   }
 

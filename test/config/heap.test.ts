@@ -3,21 +3,40 @@
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeNeeds, changeRefusal, heapWarning, weigh } from '../../src/config/heap.js';
+import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeNeeds, changeRefusal, heapWarning, nodeOptionsWords, oldSpaceBound, weigh } from '../../src/config/heap.js';
 import { startDaemon, type Daemon, type TestLike } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { launcherHeapOptions } from '../helpers/launch.mjs';
 
 const MB = 1048576;
 
-t.test('heapWarning: silent while the channels need at most 60 % of the bound', async (t) => {
-  const limit = 51 * MB; // what --max-old-space-size=48 gives
+t.test('oldSpaceBound: the last --max-old-space-size among the flags, else the whole heap limit', async (t) => {
+  // V8's heap_size_limit under the launcher's flags: 48 MB of old generation, 3 × 2 MB of young.
+  const heapLimit = 54 * MB;
+  t.equal(oldSpaceBound(heapLimit, ['--max-old-space-size=48', '--max-semi-space-size=2']), 48 * MB);
+  t.equal(oldSpaceBound(heapLimit, ['--max_old_space_size=40', '--max-old-space-size=48']), 48 * MB, 'later flags win, either spelling');
+  t.equal(oldSpaceBound(heapLimit, ['', '--max-semi-space-size=2', '--enable-source-maps']), heapLimit, 'none given: the whole heap limit');
+  t.equal(oldSpaceBound(heapLimit, ['--max-old-space-size=4096']), heapLimit, 'never above the heap limit');
+  t.equal(oldSpaceBound(heapLimit, ['--max-old-space-size=48MB', '--max-old-space-sizes=1']), heapLimit, 'not a flag V8 takes: ignored');
+  // NODE_OPTIONS as node reads it (a test runner quotes every word it passes on).
+  t.same(nodeOptionsWords('--max-old-space-size=48  --enable-source-maps'), ['--max-old-space-size=48', '--enable-source-maps']);
+  t.same(nodeOptionsWords('"--max-old-space-size=48" "--import=file:///a b/x.mjs" --x'), ['--max-old-space-size=48', '--import=file:///a b/x.mjs', '--x']);
+  t.same(nodeOptionsWords('"--title=a \\"b\\""'), ['--title=a "b"']);
+  t.same(nodeOptionsWords(''), []);
+  // This process: the flags as node and NODE_OPTIONS gave them, against what V8 reports.
+  const v8 = await import('node:v8');
+  const bound = oldSpaceBound(v8.getHeapStatistics().heap_size_limit);
+  t.ok(bound > 0 && bound <= v8.getHeapStatistics().heap_size_limit);
+});
+
+t.test('heapWarning: silent while the channels need at most 64 % of the bound', async (t) => {
+  const limit = 48 * MB; // the launcher's --max-old-space-size
   t.equal(heapWarning(0, limit), undefined);
   t.equal(heapWarning(20_000, limit), undefined, '20,000 channels fit the launcher\'s bound');
   const w = heapWarning(60_000, limit)!;
   t.ok(w, '60,000 channels do not');
   t.equal(w.channels, 60_000);
-  t.equal(w.heapLimitMB, 51);
+  t.equal(w.heapLimitMB, 48);
   t.equal(w.neededMB, Math.round((BASE_HEAP_BYTES + 60_000 * CHANNEL_HEAP_BYTES) / MB));
   t.match(w.hint, /GATEWAYD_NODE_FLAGS=--max-old-space-size=96 /);
   t.equal(heapWarning(60_000, 96 * MB), undefined, 'the suggested bound is enough');
@@ -73,7 +92,7 @@ const sim = (n: number) => ({ channels: n, entries: 3 * n, text: 0 });
 const modbus = (n: number) => ({ channels: n, entries: 6 * n, text: 0 });
 
 t.test('changeRefusal: a change that makes the configuration heavier past the bound is refused, one that does not never', async (t) => {
-  const limit = 51 * MB;
+  const limit = 48 * MB; // the launcher's --max-old-space-size
   // Where V8 aborted the daemon in the middle of a change before this check (see CHANGE_CHANNEL_BYTES).
   t.ok(changeRefusal(sim(48_000), sim(40_000), limit), 'simulator channels: 48,000 refused');
   t.ok(changeRefusal(modbus(28_000), modbus(24_500), limit), 'Modbus channels: 28,000 refused');
@@ -84,7 +103,7 @@ t.test('changeRefusal: a change that makes the configuration heavier past the bo
   t.equal(changeRefusal(modbus(90_000), modbus(90_000), limit), undefined, 'as heavy as what runs now: accepted (a device past the bound can still be changed)');
   t.equal(changeRefusal(modbus(60_000), modbus(90_000), limit), undefined, 'lighter: accepted');
   const why = changeRefusal(sim(40_000), sim(0), limit)!;
-  t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(120000 entries in all\) would need about (\d+) MB to change and run, 41 MB of the 51 MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+), docs\/installation\.md "Footprint"\)$/);
+  t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(120000 entries in all\) would need about (\d+) MB to change and run, 41 MB of the 48 MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+), docs\/installation\.md "Footprint"\)$/);
   t.equal(Number(/about (\d+) MB/.exec(why)![1]), Math.round(changeNeeds(sim(40_000)) / MB));
   const suggested = Number(/max-old-space-size=(\d+)/.exec(why)![1]);
   t.equal(changeRefusal(sim(40_000), sim(0), suggested * MB), undefined, 'the suggested bound is enough');
