@@ -7,11 +7,15 @@
 //
 //   node bench/out/profile-http.mjs [--seconds 5] [--repeats 3] [--connections 10]
 //        [--only session,basic,bare,fastify] [--callgrind] [--cpu-prof DIR] [--bundle A.js --bundle B.js]
-//        [--node-flags "--max-semi-space-size=1 …" | --launcher-flags] [--idle S]
+//        [--node-flags "--max-semi-space-size=1 …" | --launcher-flags] [--idle S] [--tls]
+//        [--baseline-flags "…"]
 //
 // --bundle (repeatable): measure these bundles instead of dist/gatewayd.js, side by side (A/B).
 // --node-flags: node flags for gatewayd (not the baselines); --launcher-flags: the launcher's own
-// (rootfs/usr/bin/gatewayd's NODE_FLAGS), as a device runs it.
+// (rootfs/usr/bin/gatewayd's NODE_FLAGS), as a device runs it. --baseline-flags: node flags for the
+// baselines (the bare ceiling and Fastify), to tell what a flag costs from what gatewayd's code costs.
+// --tls: every request over HTTPS keep-alive (the same test certificate for every server), as in
+// `make bench`'s HTTPS rows.
 // --idle S: every server sits idle S seconds before each warm-up. V8 shrinks the heap of a process
 // that has gone idle (its memory reducer), and what gatewayd costs per request after that is what a
 // device that was idle for a while pays (docs/installation.md "The launcher").
@@ -30,6 +34,7 @@ import { BUNDLE, READY, launcherNodeFlags, watchLines, writeConfigFile } from '.
 import { basicHeaders, login, request, sessionHeaders } from './lib/client.js';
 import { OUT, runWrk, sleep, threadCpuMs } from './lib/proc.js';
 import { ASSET, demoConfig, PASSWORD, USER } from './lib/setup.js';
+import { makePki } from '../test/helpers/certs.js';
 
 const READ = `/services/assets/${ASSET}/_read`;
 
@@ -43,11 +48,13 @@ interface Args {
   /** Bundles to compare (A/B of a change); default dist/gatewayd.js. */
   bundles: string[];
   nodeFlags: string[];
+  baselineFlags: string[];
   idleS: number;
+  tls: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 5, repeats: 3, connections: 10, only: ['session', 'basic', 'bare', 'fastify'], callgrind: false, bundles: [], nodeFlags: [], idleS: 0 };
+  const a: Args = { seconds: 5, repeats: 3, connections: 10, only: ['session', 'basic', 'bare', 'fastify'], callgrind: false, bundles: [], nodeFlags: [], baselineFlags: [], idleS: 0, tls: false };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = () => argv[++i] ?? '';
@@ -60,7 +67,9 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--bundle') a.bundles.push(path.resolve(v()));
     else if (k === '--node-flags') a.nodeFlags = v().split(/\s+/).filter(Boolean);
     else if (k === '--launcher-flags') a.nodeFlags = launcherNodeFlags() ?? [];
+    else if (k === '--baseline-flags') a.baselineFlags = v().split(/\s+/).filter(Boolean);
     else if (k === '--idle') a.idleS = Number(v());
+    else if (k === '--tls') a.tls = true;
     else throw new Error(`unknown option ${k}`);
   }
   if (a.bundles.length === 0) a.bundles.push(BUNDLE);
@@ -108,7 +117,7 @@ async function startGw(bundle: string, dir: string, config: Record<string, unkno
 
 async function startChild(dir: string, entry: string, argvTail: string[], args: Args, rep: number): Promise<{ proc: ChildProcess; pid: number; ready: any; cgFile?: string; stop(): Promise<void> }> {
   const cgFile = args.callgrind ? path.join(dir, `${entry}.cg.${rep}`) : undefined;
-  const argv = [...(cgFile ? valgrindArgs(cgFile) : []), process.execPath, path.join(OUT, `${entry}.mjs`), ...argvTail];
+  const argv = [...(cgFile ? valgrindArgs(cgFile) : []), process.execPath, ...args.baselineFlags, path.join(OUT, `${entry}.mjs`), ...argvTail];
   const { proc, lines } = spawnServer(argv, dir);
   const line = await lines.waitFor(/"ready":true/, args.callgrind ? 300_000 : 20_000);
   return { proc, pid: proc.pid!, ready: JSON.parse(line), cgFile, stop: stopper(proc) };
@@ -133,7 +142,7 @@ function lastDumpIr(file: string): number {
 
 /** One measured phase: cost per request (µs of CPU, or instructions with --callgrind). */
 async function measure(s: Server, args: Args): Promise<number> {
-  const url = `http://127.0.0.1:${s.port}${READ}`;
+  const url = `${args.tls ? 'https' : 'http'}://127.0.0.1:${s.port}${READ}`;
   const run = async (seconds: number) => {
     const r = await runWrk(url, s.headers, { seconds, connections: args.connections });
     if (r.bad > 0) throw new Error(`${s.name}: ${r.bad} non-200 answers or socket errors`);
@@ -141,7 +150,7 @@ async function measure(s: Server, args: Args): Promise<number> {
   };
   if (args.idleS > 0) await sleep(args.idleS * 1000);
   // One request alone first: BASIC's first check hashes the password (then it is cached).
-  const one = await request({ port: s.port }, READ, { headers: s.headers });
+  const one = await request({ port: s.port, tls: args.tls }, READ, { headers: s.headers });
   if (one.status !== 200) throw new Error(`${s.name}: HTTP ${one.status}`);
   // Under valgrind V8 still tiers functions up for a long time (compiler work counted as the
   // request's): warm up as long as the measured run.
@@ -187,7 +196,12 @@ async function main(): Promise<void> {
   const results = new Map<string, number[]>();
   const unit = args.callgrind ? 'instructions' : 'CPU µs';
   const stops: (() => Promise<void>)[] = [];
+  let tls: { cert: string; key: string } | undefined;
   try {
+    if (args.tls) {
+      const pki = makePki(fs.mkdtempSync(path.join(tmp, 'pki-')));
+      tls = { cert: pki.serverCert, key: pki.serverKey };
+    }
     for (let rep = 0; rep < args.repeats; rep++) {
       // Fresh servers per repetition (a valgrind process measures one phase at a time).
       const servers: Server[] = [];
@@ -195,11 +209,11 @@ async function main(): Promise<void> {
       let sessionH: Record<string, string> = {};
       for (const [b, bundle] of args.bundles.entries()) {
         const tag = args.bundles.length > 1 ? ` [${path.basename(bundle)}]` : '';
-        const { config, http } = await demoConfig();
+        const { config, http, https } = await demoConfig(tls);
         const gwDir = path.join(tmp, `gw${rep}-${b}`);
         fs.mkdirSync(gwDir);
         (config as Record<string, unknown>).dataDir = path.join(gwDir, 'data');
-        const gw = await startGw(bundle, gwDir, config, http, args, rep);
+        const gw = await startGw(bundle, gwDir, config, https ?? http, args, rep);
         stops.push(gw.stop);
         const session = await login({ port: http }, USER, PASSWORD);
         if (!session) throw new Error('login failed');
@@ -213,17 +227,17 @@ async function main(): Promise<void> {
       if (args.only.includes('bare')) {
         const spec = path.join(tmp, 'bare.json');
         const keep = ['cache-control', 'x-content-type-options', 'content-type'];
-        fs.writeFileSync(spec, JSON.stringify({ headers: Object.fromEntries(keep.filter((k) => sample.headers[k]).map((k) => [k, String(sample.headers[k])])), body: sample.body.toString('base64') }));
+        fs.writeFileSync(spec, JSON.stringify({ headers: Object.fromEntries(keep.filter((k) => sample.headers[k]).map((k) => [k, String(sample.headers[k])])), body: sample.body.toString('base64'), ...tls }));
         const b = await startChild(tmp, 'bare-http', [spec], args, rep);
         stops.push(b.stop);
         // The same request as the session read (bench/sections/http.ts): Node parses its cookie and
         // XSRF header lines for the ceiling as it does for gatewayd.
-        servers.push({ ...b, name: 'bare node:http', port: b.ready.http, headers: sessionH });
+        servers.push({ ...b, name: `bare node:http${tls ? 's' : ''}`, port: tls ? b.ready.https : b.ready.http, headers: sessionH });
       }
       if (args.only.includes('fastify')) {
-        const f = await startChild(tmp, 'fastify', [], args, rep);
+        const f = await startChild(tmp, 'fastify', tls ? [tls.cert, tls.key] : [], args, rep);
         stops.push(f.stop);
-        servers.push({ ...f, name: 'Fastify', port: f.ready.http, headers: { Cookie: f.ready.cookie, 'X-XSRF-Token': f.ready.xsrf } });
+        servers.push({ ...f, name: tls ? 'Fastify https' : 'Fastify', port: tls ? f.ready.https : f.ready.http, headers: { Cookie: f.ready.cookie, 'X-XSRF-Token': f.ready.xsrf } });
       }
       // Each repetition starts with another contender: the one measured first is not always favoured.
       const order = servers.map((_, i) => servers[(i + rep) % servers.length]!);

@@ -3,8 +3,8 @@
 //
 //   node bench/out/run.mjs [--only http,modbus,mqtt,footprint,nodered,scale] [--repeats N] [--seconds S] [--quick]
 //
-// --quick (1 repetition, 1 s runs) is for trying the harness; it writes to bench/out/ so that the
-// committed figures are always those of a full run.
+// --quick (1 repetition, 1 s runs) is for trying the harness. It, and a run of some sections only
+// (--only), write to bench/out/, so that the committed figures are always those of a whole run.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,7 +24,7 @@ import { scaleSection } from './sections/scale.js';
 const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection, nodered: noderedSection, scale: scaleSection } as const;
 type Name = keyof typeof SECTIONS;
 
-function parse(argv: string[]): { only: Name[]; opt: Options } {
+function parse(argv: string[]): { only: Name[]; whole: boolean; opt: Options } {
   let only = Object.keys(SECTIONS) as Name[];
   const opt: Options = { repeats: 5, seconds: 2, quick: false };
   for (let i = 0; i < argv.length; i++) {
@@ -37,10 +37,11 @@ function parse(argv: string[]): { only: Name[]; opt: Options } {
     else if (a === '--quick') Object.assign(opt, { quick: true, repeats: 1, seconds: 1 });
     else throw new Error(`unknown argument ${a}`);
   }
-  return { only, opt };
+  const whole = !opt.quick && Object.keys(SECTIONS).every((n) => only.includes(n as Name));
+  return { only, whole, opt };
 }
 
-const { only, opt } = parse(process.argv.slice(2));
+const { only, whole, opt } = parse(process.argv.slice(2));
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
     process.stderr.write(`bench: ${sig}: stopping what the run started\n`);
@@ -74,7 +75,7 @@ const commit = (() => {
   }
 })();
 const run = { generatedAt: new Date().toISOString(), machine: machine(), repeats: opt.repeats, seconds: opt.seconds, durationS: (Date.now() - started) / 1000, commit, loadAverage: { start: loadStart, end: os.loadavg()[0] }, sections: only };
-const outDir = opt.quick ? path.join(ROOT, 'bench', 'out') : path.join(ROOT, 'bench');
+const outDir = whole ? path.join(ROOT, 'bench') : path.join(ROOT, 'bench', 'out');
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify({ ...run, sectionSeconds: res.sectionSeconds, notes: res.notes, rows: res.rows }, null, 2) + '\n');
 const md = markdown(run, res);
