@@ -153,6 +153,10 @@ class PendingCalls {
     return true;
   }
 
+  oldest(): DriverCall | undefined {
+    return this.first;
+  }
+
   /** Calls `fn` for each call in the list, oldest first; `fn` may settle (remove) the call. */
   each(fn: (c: DriverCall) => void): void {
     for (let c = this.first; c; ) {
@@ -415,22 +419,27 @@ export class AssetRuntime implements AssetService {
     return call.promise;
   }
 
+  /**
+   * The watchdog fires at the deadline of the oldest call in flight (calls share one timeout, so
+   * it is the earliest), fails what is due and is armed again for the next oldest, if any. Calls
+   * usually settle long before: with polls every 100 ms it wakes the process about once per timeout
+   * (30 s) instead of on a fixed period, and a stuck call fails at its deadline, not up to a period
+   * later. Every wake from idle costs CPU on a small device (make bench, Node-RED section).
+   */
   private armWatchdog(): void {
     if (this.watchdog) return;
-    const period = Math.max(10, Math.min(1000, Math.floor(this.callTimeoutMs / 4)));
+    const oldest = this.pendingCalls.oldest();
+    if (!oldest) return;
     // Not unref'd while calls are pending: a caller is waiting on them.
-    this.watchdog = setInterval(() => {
+    this.watchdog = setTimeout(() => {
+      this.watchdog = undefined;
       const now = performance.now();
       this.pendingCalls.each((call) => {
         if (now >= call.deadline) call.fail();
       });
-      if (this.pendingCalls.size === 0) {
-        clearInterval(this.watchdog);
-        this.watchdog = undefined;
-      }
-    }, period);
+      this.armWatchdog();
+    }, Math.max(1, Math.ceil(oldest.deadline - performance.now())));
   }
-
 
   onPoll(listener: (pid: string, records: ChannelRecord[]) => void): () => void {
     this.pollListeners.add(listener);
@@ -519,7 +528,7 @@ export class AssetRuntime implements AssetService {
     await this.drivers.close();
     // Calls into drivers that were just closed may never settle: answer their callers now.
     this.pendingCalls.each((call) => call.fail());
-    clearInterval(this.watchdog);
+    clearTimeout(this.watchdog);
     this.watchdog = undefined;
   }
 }

@@ -233,16 +233,29 @@ export class Outbox {
     return n > 0;
   }
 
-  /** While online: writes what waited for its PUBACK longer than ackLagMs, in one batch. */
+  /**
+   * While online: writes what waited for its PUBACK longer than ackLagMs, in one batch. The timer
+   * fires when the oldest message not on disk reaches that age and is armed again for the next such
+   * message, if any: with telemetry acknowledged at once it wakes the process about once per
+   * ackLagMs, not on a fixed period (every wake from idle costs CPU on a small device).
+   */
   private scheduleLagCheck(): void {
     if (this.lagTimer || this.closed) return;
+    let oldest: Entry | undefined;
+    for (const m of this.pending.values()) {
+      if (!m.stored) {
+        oldest = m;
+        break;
+      }
+    }
+    if (!oldest) return;
     const lag = this.opts.ackLagMs ?? 2000;
     this.lagTimer = setTimeout(() => {
       this.lagTimer = undefined;
       const old = Date.now() - lag;
       this.storeAll((m) => !m.stored && m.since! <= old);
-      for (const m of this.pending.values()) if (!m.stored) return this.scheduleLagCheck();
-    }, Math.max(10, lag / 2));
+      this.scheduleLagCheck();
+    }, Math.max(10, oldest.since! + lag - Date.now()));
   }
 
   /** Pending messages, oldest first (a live iterator over the queue). */

@@ -7,6 +7,7 @@ import type { ChannelResult, Driver, DriverFactory, WriteRequest } from '../../s
 import { AssetNotFoundError, type AssetConfig, type ChannelConfig } from '../../src/assets/types.js';
 import { silentLogger } from '../../src/log.js';
 import { channel, show } from '../helpers/driver-conformance.js';
+import { watchTimers } from '../helpers/timer-fires.js';
 
 /** A driver whose behaviour the test steers, counting its calls. */
 class ScriptedDriver implements Driver {
@@ -100,6 +101,29 @@ t.test('a driver that hangs, rejects or answers short gives per-channel failures
   t.same((await rt.read('a', ['x'])).map((x) => x.error), ['Driver d1 returned a malformed result']);
   t.equal(d2.reads.length, 1);
   await t.rejects(rt.read('nope'), { name: 'Error', message: 'Asset not found: nope' });
+});
+
+t.test('the call watchdog wakes once per timeout, not on a period, and fails a hung call at its deadline', async (t) => {
+  const { rt, drivers, asset } = setup(t, 400);
+  rt.configure([asset('a', 'd1', ints('x'))], { d1: { id: 'd1', factory: 'scripted', props: {} } });
+  const timers = watchTimers(t);
+  // A read every 10 ms for 1.2 s, each answered at once: the watchdog fires about every 400 ms
+  // (the oldest call's deadline, none due). On a period of a quarter timeout it fired ~12 times.
+  const until = performance.now() + 1200;
+  let reads = 0;
+  while (performance.now() < until) {
+    t.equal((await rt.read('a'))[0].status, 'SUCCESS');
+    reads++;
+    await timers.sleep(10);
+  }
+  t.ok(timers.fires() <= 5, `${timers.fires()} watchdog wakes during ${reads} reads in 1.2 s (timeout 400 ms)`);
+  // A hung call: failed at its deadline, not before.
+  drivers[0].mode = 'hang';
+  const start = performance.now();
+  const r = await rt.read('a');
+  const took = performance.now() - start;
+  t.equal(r[0].error, 'Driver d1 did not answer within 400 ms');
+  t.ok(took >= 399, `failed after ${took.toFixed(0)} ms`);
 });
 
 t.test("a package's factory attaches and detaches its drivers", async (t) => {

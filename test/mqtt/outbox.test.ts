@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Outbox } from '../../src/mqtt/outbox.js';
 import { crc32 } from '../../src/store/crc32.js';
 import { silentLogger } from '../../src/log.js';
+import { watchTimers } from '../helpers/timer-fires.js';
 
 function tempDir(t: { teardown(fn: () => void): void }): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-outbox-'));
@@ -176,6 +177,37 @@ t.test('online, acknowledgements lag: written after ackLagMs in one batch, and k
   const c = await open(dir);
   t.same(list(c), []);
   await c.close();
+});
+
+t.test('online: the lag check wakes once per ackLagMs, and a late PUBACK after an early one is still caught', async (t) => {
+  const dir = tempDir(t);
+  const a = await openOnline(dir, 100);
+  const timers = watchTimers(t);
+  // A message every 10 ms for 1 s, acknowledged at once: the check fires when the oldest message
+  // not on disk would be 100 ms old (about 10 times). On a period of half ackLagMs it fired ~20 times.
+  const until = Date.now() + 1000;
+  while (Date.now() < until) {
+    const p = a.enqueue('fast', Buffer.from('x'));
+    a.ack([...a.messages()].pop()!.seq);
+    await p;
+    await timers.sleep(10);
+  }
+  t.ok(timers.fires() <= 14, `${timers.fires()} lag-check wakes in 1 s of messages every 10 ms (ackLagMs 100)`);
+  t.equal(a.stats().bytesWritten, 0, 'nothing written');
+  // Wait out the last check; then one acknowledged message and, 60 ms later, one never acknowledged.
+  await timers.sleep(150);
+  const first = a.enqueue('lag', Buffer.from('acked'));
+  await timers.sleep(50);
+  a.ack([...a.messages()][0]!.seq);
+  await first;
+  const late = a.enqueue('lag', Buffer.from('unacked'));
+  await timers.sleep(60); // past the first message's deadline: the check is armed again for this one
+  t.equal(a.stats().bytesWritten, 0, 'the unacknowledged message is not written before it is ackLagMs old');
+  await late;
+  const b = await open(dir);
+  t.same(list(b), ['lag:unacked'], 'written once ackLagMs old');
+  await b.close();
+  await a.close();
 });
 
 t.test('the connection drops: what is only in memory is written at once; offline writes as it comes', async (t) => {
