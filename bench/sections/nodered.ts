@@ -22,6 +22,7 @@ import type { Results } from '../lib/results.js';
 import { withScope, type Scope } from '../lib/scope.js';
 import type { Options } from '../lib/setup.js';
 import { median } from '../lib/stats.js';
+import { deviceSettings } from '../../test/helpers/launch.mjs';
 
 const POLL_MS = 100;
 const OUTAGE_MS = 5000;
@@ -197,6 +198,29 @@ async function runOne(who: Who, dev: Device, sub: Subscriber, mqttPort: number, 
   });
 }
 
+/**
+ * What this machine charges for one wake-up from a 100 ms sleep: an idle node process (the
+ * launcher's flags) whose only work is a 100 ms setInterval, CPU of all threads over the window ÷
+ * wakes. Both sides poll on a 100 ms timer and pay it at least once per poll; on a VM it can be a
+ * large part of a poll (about 1.2 ms measured on one, where the same empty timer costs ~50 µs at a
+ * 1 ms period), and it is no work of either side's.
+ */
+async function timerWakeMs(windowMs: number): Promise<number> {
+  return withScope(async (scope) => {
+    const proc = spawn(process.execPath, [...deviceSettings().flags, '-e', `setInterval(() => {}, ${POLL_MS})`], { stdio: 'ignore', env: { ...process.env, ...deviceSettings().env } });
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    scope.teardown(async () => {
+      proc.kill('SIGKILL');
+      await exited;
+    });
+    await sleep(1500);
+    const a = { cpu: threadCpuMs(proc.pid!), t: Date.now() };
+    await sleep(windowMs);
+    const b = { cpu: threadCpuMs(proc.pid!), t: Date.now() };
+    return (b.cpu - a.cpu) / ((b.t - a.t) / POLL_MS);
+  });
+}
+
 export async function noderedSection(res: Results, opt: Options): Promise<void> {
   if (!fs.existsSync(RED_JS) || peerVersion('node-red-contrib-modbus') === 'missing') {
     throw new Error(`Node-RED is not installed under ${PEERS}: make bench installs it (bench/peers.sh)`);
@@ -217,6 +241,7 @@ export async function noderedSection(res: Results, opt: Options): Promise<void> 
     await client.subscribe(`${TOPICS.best}/#`);
 
     const runs: Record<Who, { young: Window; steady: Window; recoveryMs?: number }[]> = { gatewayd: [], best: [], typical: [] };
+    const wakes: number[] = [];
     // Each life is ~40 s (two windows 30 s apart): at most 3 repetitions keep the section ~7 min.
     for (let rep = 0; rep < Math.min(opt.repeats, 3); rep++) {
       for (const who of WHO) {
@@ -225,6 +250,8 @@ export async function noderedSection(res: Results, opt: Options): Promise<void> 
         const line = (x: Window) => `${x.cpuMsPerPoll.toFixed(3)} CPU ms/poll, ${x.requestsPerPoll.toFixed(2)} requests/poll, ${(x.achieved * 100).toFixed(0)} % of polls, ${x.valuesPerPoll.toFixed(1)} values/poll, RSS ${x.rssMiB.toFixed(1)} MiB`;
         process.stderr.write(`  ${who}: young ${line(w.young)}; steady ${line(w.steady)}${w.recoveryMs !== undefined ? `, recovery ${w.recoveryMs.toFixed(0)} ms` : ''}\n`);
       }
+      wakes.push(await timerWakeMs(windowMs));
+      process.stderr.write(`  an idle node process's ${POLL_MS} ms timer: ${wakes[rep].toFixed(3)} CPU ms per wake\n`);
     }
     const pick = (who: Who, k: keyof Window, phase: 'young' | 'steady' = 'steady') => runs[who].map((w) => w[phase][k]);
     const recovery = (who: Who) => runs[who].map((w) => w.recoveryMs).filter((x): x is number => x !== undefined);
@@ -235,6 +262,10 @@ export async function noderedSection(res: Results, opt: Options): Promise<void> 
       res.add('Node-RED', `cpu-per-poll-vs-${base}`, 'Modbus poll → MQTT telemetry: CPU per poll (all threads), steady state', 'ms', pick('gatewayd', 'cpuMsPerPoll'), LABEL[base], pick(base, 'cpuMsPerPoll'),
         goal ? { op: '<=', value: 0.5, text: "≤ 0.5× Node-RED's best flow" } : undefined,
         goal ? `${how}. CPU from the scheduler's counters of every thread over the window ÷ polls whose values reached the subscriber. gatewayd runs through its launcher (rootfs/usr/bin/gatewayd), json encoding; ${versions}` : undefined);
+      // The same less one timer wake per poll on each side, the wake measured in the same repetition.
+      const net = (who: Who) => runs[who].map((w, i) => w.steady.cpuMsPerPoll - wakes[i]);
+      res.add('Node-RED', `cpu-per-poll-net-vs-${base}`, `Modbus poll → MQTT telemetry: CPU per poll less one idle ${POLL_MS} ms timer wake, steady state`, 'ms', net('gatewayd'), LABEL[base], net(base), undefined,
+        goal ? `each repetition's CPU per poll less what an idle node process with the launcher's flags and only a ${POLL_MS} ms setInterval spends per wake, measured after the contenders in the same repetition (median ${median(wakes).toFixed(3)} ms on this machine; every side polls on a ${POLL_MS} ms timer and pays at least that once per poll). On a virtual machine that wake can be much of a poll; this row shows the work of each side without it` : undefined);
       res.add('Node-RED', `cpu-per-poll-young-vs-${base}`, 'Modbus poll → MQTT telemetry: CPU per poll (all threads), first seconds after start', 'ms', pick('gatewayd', 'cpuMsPerPoll', 'young'), LABEL[base], pick(base, 'cpuMsPerPoll', 'young'), undefined,
         goal ? 'the window 1.5 s after the first values: much of either side still runs unoptimised (V8 compiles hot code after a while), so this is what a freshly started process costs' : undefined);
       res.add('Node-RED', `requests-per-poll-vs-${base}`, 'Modbus poll → MQTT telemetry: requests on the wire per poll', 'requests', pick('gatewayd', 'requestsPerPoll'), LABEL[base], pick(base, 'requestsPerPoll'),
