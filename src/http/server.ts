@@ -13,6 +13,7 @@ import { Router, decodePath } from './router.js';
 import { RequestError } from '../core/errors.js';
 import { BodyGate } from './body.js';
 import { Outbox } from './outbox.js';
+import { ConnectionsCheck } from './conn-check.js';
 import { HttpError, RequestContext, addressPrefix, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
 
 // Loaded when an HTTPS listener opens (docs/installation.md "Start-up time").
@@ -132,7 +133,7 @@ export class HttpServer {
   readonly routes = new Router<Route>();
   readonly stages: Stage[] = [];
   readonly filters: ResponseFilter[] = [];
-  private servers: { server: http.Server; info: ListenerInfo; tls?: https.ServerOptions }[] = [];
+  private servers: { server: http.Server; info: ListenerInfo; tls?: https.ServerOptions; checks: ConnectionsCheck }[] = [];
   /** Open connections, oldest first (raw TCP sockets; a TLS request finds its own through `_parent`). */
   private sockets = new Map<Socket, Conn>();
   /** Open connections per address prefix. */
@@ -140,6 +141,7 @@ export class HttpServer {
   readonly bodyGate: BodyGate;
   private readonly outbox = new Outbox();
   private sweeper: NodeJS.Timeout | undefined;
+  private closing = false;
 
   constructor(
     private readonly log: Logger,
@@ -227,9 +229,10 @@ export class HttpServer {
       server.headersTimeout = this.limits.headersTimeoutMs;
       server.requestTimeout = this.limits.requestTimeoutMs;
       server.keepAliveTimeout = this.limits.keepAliveTimeoutMs;
-      // No per-socket idle timer (server.setTimeout): Node would make a new timer for every request
-      // and move it on every read and write; idleSweep() looks at all connections a few times per period.
-      this.sweeper ??= setInterval(() => this.idleSweep(), Math.max(50, this.limits.socketTimeoutMs / 4)).unref();
+      // Set once listening: Node's own check of header and request timeouts, stopped while this
+      // listener has no connection (conn-check.ts).
+      let checks: ConnectionsCheck | undefined;
+      let open = 0;
       server.on('request', (req, res) => this.handle(req, res, info));
       server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
         // Malformed request lines/headers, header timeouts: answer 400/408/431 if we still can, then
@@ -249,7 +252,10 @@ export class HttpServer {
         s[CONN] = c;
         this.sockets.set(s, c);
         this.perPrefix.set(c.from, (this.perPrefix.get(c.from) ?? 0) + 1);
+        if (open++ === 0) checks?.resume();
+        this.armSweeper();
         s.once('close', () => {
+          if (--open === 0) checks?.pause();
           this.sockets.delete(s);
           const n = this.perPrefix.get(c.from)! - 1;
           if (n > 0) this.perPrefix.set(c.from, n);
@@ -266,17 +272,49 @@ export class HttpServer {
       server.on('error', (err) => this.log.error('listener error', { port: info.port, error: err.message }));
       const addr = server.address();
       if (addr && typeof addr === 'object') info.port = addr.port;
-      this.servers.push({ server, info, tls: tlsOpts });
+      checks = new ConnectionsCheck(server);
+      if (open === 0) checks.pause();
+      this.servers.push({ server, info, tls: tlsOpts, checks });
       this.log.info('listening', { port: info.port, tls: info.secure, clientAuth: info.clientAuth, host });
     }
+  }
+
+  /**
+   * The timers that run while the daemon has no HTTP connection (none: an idle daemon is not woken
+   * by its listeners): how many listeners' timeout checks run, whether the idle sweep does.
+   */
+  timersRunning(): { connectionChecks: number; controlled: number; sweeper: boolean } {
+    let connectionChecks = 0;
+    let controlled = 0;
+    for (const { checks } of this.servers) {
+      if (checks.active) connectionChecks++;
+      if (checks.controlled) controlled++;
+    }
+    return { connectionChecks, controlled, sweeper: this.sweeper !== undefined };
+  }
+
+  /**
+   * No per-socket idle timer (server.setTimeout): Node would make a new timer for every request and
+   * move it on every read and write; idleSweep() looks at all connections a few times per period,
+   * and only while there are connections.
+   */
+  private armSweeper(): void {
+    if (this.sweeper || this.closing) return;
+    this.sweeper = setInterval(() => this.idleSweep(), Math.max(50, this.limits.socketTimeoutMs / 4)).unref();
   }
 
   /**
    * Closes connections that moved no byte either way for `socketTimeoutMs` (a client that stopped
    * reading its answer or sending its request, a handler that never answers), within a quarter of
    * that period. Idle keep-alive connections and unfinished headers have Node's own, shorter limits.
+   * Stops itself when no connection is left.
    */
   private idleSweep(): void {
+    if (this.sockets.size === 0) {
+      clearInterval(this.sweeper);
+      this.sweeper = undefined;
+      return;
+    }
     const now = Date.now();
     for (const [s, c] of this.sockets) {
       const bytes = s.bytesRead + s.bytesWritten;
@@ -429,6 +467,7 @@ export class HttpServer {
   async close(graceMs = 3000): Promise<void> {
     const servers = this.servers.map((s) => s.server);
     this.servers = [];
+    this.closing = true;
     clearInterval(this.sweeper);
     this.sweeper = undefined;
     const allClosed = Promise.all(servers.map((server) => new Promise<void>((r) => server.close(() => r()))));

@@ -234,6 +234,56 @@ t.test('a slow client (slowloris) is cut off by the header timeout', async (t) =
   t.ok(Date.now() - start < 5000, 'closed well before the socket timeout');
 });
 
+t.test('no timer runs for a listener without connections; a connection starts the checks, and they still cut a slow client off', async (t) => {
+  if (!haveOpenssl()) {
+    if (process.env.CI === 'true') throw new Error('openssl missing under CI');
+    t.plan(0, 'openssl not installed');
+    return;
+  }
+  const pki = makePki();
+  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
+  const material = { cert: fs.readFileSync(pki.serverCert), key: fs.readFileSync(pki.serverKey), ca: fs.readFileSync(pki.caCert) };
+  const { server, ports } = await startServer(t, [{ port: 0, kind: 'http' }, { port: 0, kind: 'https' }], material, { ...DEFAULT_LIMITS, headersTimeoutMs: 500, requestTimeoutMs: 1000, socketTimeoutMs: 600 });
+  const idle = { connectionChecks: 0, controlled: 2, sweeper: false };
+  t.same(server.timersRunning(), idle, "after listen: Node's interval of both listeners stopped, no idle sweep");
+  // A connection: its listener's check and the sweep run while it is open, and stop after.
+  const s = net.connect(ports.http[0], '127.0.0.1');
+  await new Promise((r) => s.once('connect', r));
+  await new Promise((r) => setTimeout(r, 50));
+  t.same(server.timersRunning(), { connectionChecks: 1, controlled: 2, sweeper: true }, 'one connection: its listener checks, the sweep runs');
+  s.destroy();
+  const until = Date.now() + 5000;
+  while (server.timersRunning().sweeper && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  t.same(server.timersRunning(), idle, 'closed: the check stops at once, the sweep at its next round');
+  // After the idle spell, on either listener: a slowloris client still gets its 408 in time.
+  const slow = (connect: (cb: () => void) => net.Socket) =>
+    new Promise<{ answer: string; ms: number }>((resolve) => {
+      const start = Date.now();
+      const c = connect(() => c.write('GET /whoami HTTP/1.1\r\nHost: x\r\n'));
+      const drip = setInterval(() => c.writable && c.write('X-a: b\r\n'), 100);
+      let data = '';
+      c.on('data', (d) => (data += d));
+      c.on('close', () => {
+        clearInterval(drip);
+        resolve({ answer: data, ms: Date.now() - start });
+      });
+      c.on('error', () => {});
+    });
+  const plain = await slow((cb) => net.connect(ports.http[0], '127.0.0.1', cb));
+  t.match(plain.answer, /^HTTP\/1\.1 408/, `HTTP: 408 after ${plain.ms} ms`);
+  t.ok(plain.ms < 3000, 'well before the socket timeout would have closed it');
+  const secure = await slow((cb) => tls.connect({ port: ports.https[0], host: '127.0.0.1', ca: fs.readFileSync(pki.caCert), servername: 'localhost' }, cb));
+  t.match(secure.answer, /^HTTP\/1\.1 408/, `HTTPS: 408 after ${secure.ms} ms`);
+  t.ok(secure.ms < 3000, 'well before the socket timeout would have closed it');
+  // And a connection that stops moving bytes is still closed by the sweep.
+  const quiet = net.connect(ports.http[0], '127.0.0.1');
+  quiet.on('error', () => {});
+  quiet.resume(); // reads, so that it sees the server's end
+  const q0 = Date.now();
+  await new Promise((r) => quiet.once('close', r));
+  t.ok(Date.now() - q0 < 3000, `a silent connection closed after ${Date.now() - q0} ms`);
+});
+
 t.test('a connection that moves no byte for the socket timeout is closed; one in use is kept', async (t) => {
   const { ports } = await startServer(t, [{ port: 0, kind: 'http' }], undefined, { ...DEFAULT_LIMITS, socketTimeoutMs: 600 });
   // A handler that never answers: the connection is closed, without an answer.
