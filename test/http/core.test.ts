@@ -32,6 +32,18 @@ t.test('router: params, literal before parameter, 404 and 405', async (t) => {
   t.same(r.find('GET', '/services/assets/pump/_read/extra'), { kind: 'not-found' });
 });
 
+/** A test PKI and the listeners' material from it, removed after the test; undefined (and the test planned empty) without openssl, which CI must have. */
+function testPki(t: any) {
+  if (!haveOpenssl()) {
+    if (process.env.CI === 'true') throw new Error('openssl missing under CI');
+    t.plan(0, 'openssl not installed');
+    return undefined;
+  }
+  const pki = makePki();
+  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
+  return { pki, material: { cert: fs.readFileSync(pki.serverCert), key: fs.readFileSync(pki.serverKey), ca: fs.readFileSync(pki.caCert) } };
+}
+
 async function startServer(t: any, specs: { port: number; kind: 'http' | 'https' | 'client-auth' }[], material?: any, limits = DEFAULT_LIMITS) {
   const server = new HttpServer(log, limits);
   const json = jsonFamily('json');
@@ -235,14 +247,9 @@ t.test('a slow client (slowloris) is cut off by the header timeout', async (t) =
 });
 
 t.test('no timer runs for a listener without connections; a connection starts the checks, and they still cut a slow client off', async (t) => {
-  if (!haveOpenssl()) {
-    if (process.env.CI === 'true') throw new Error('openssl missing under CI');
-    t.plan(0, 'openssl not installed');
-    return;
-  }
-  const pki = makePki();
-  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
-  const material = { cert: fs.readFileSync(pki.serverCert), key: fs.readFileSync(pki.serverKey), ca: fs.readFileSync(pki.caCert) };
+  const tlsSetup = testPki(t);
+  if (!tlsSetup) return;
+  const { pki, material } = tlsSetup;
   const { server, ports } = await startServer(t, [{ port: 0, kind: 'http' }, { port: 0, kind: 'https' }], material, { ...DEFAULT_LIMITS, headersTimeoutMs: 500, requestTimeoutMs: 1000, socketTimeoutMs: 600 });
   const idle = { connectionChecks: 0, controlled: 2, sweeper: false };
   t.same(server.timersRunning(), idle, "after listen: Node's interval of both listeners stopped, no idle sweep");
@@ -323,14 +330,9 @@ t.test('graceful close lets an in-flight request finish', async (t) => {
 });
 
 t.test('TLS listeners: client certificate required and verified on client-auth ports only', async (t) => {
-  if (!haveOpenssl()) {
-    if (process.env.CI === 'true') throw new Error('openssl missing under CI');
-    t.plan(0, 'openssl not installed');
-    return;
-  }
-  const pki = makePki();
-  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
-  const material = { cert: fs.readFileSync(pki.serverCert), key: fs.readFileSync(pki.serverKey), ca: fs.readFileSync(pki.caCert) };
+  const tlsSetup = testPki(t);
+  if (!tlsSetup) return;
+  const { pki, material } = tlsSetup;
   const { ports } = await startServer(t, [{ port: 0, kind: 'https' }, { port: 0, kind: 'client-auth' }], material);
   const alice = pki.client('alice');
 
