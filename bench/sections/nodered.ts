@@ -207,7 +207,8 @@ async function runOne(who: Who, dev: Device, sub: Subscriber, mqttPort: number, 
  */
 async function timerWakeMs(windowMs: number): Promise<number> {
   return withScope(async (scope) => {
-    const proc = spawn(process.execPath, [...deviceSettings().flags, '-e', `setInterval(() => {}, ${POLL_MS})`], { stdio: 'ignore', env: { ...process.env, ...deviceSettings().env } });
+    const device = deviceSettings();
+    const proc = spawn(process.execPath, [...device.flags, '-e', `setInterval(() => {}, ${POLL_MS})`], { stdio: 'ignore', env: { ...process.env, ...device.env } });
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     scope.teardown(async () => {
       proc.kill('SIGKILL');

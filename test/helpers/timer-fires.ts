@@ -6,9 +6,8 @@ const realSetTimeout = globalThis.setTimeout;
 const realSetInterval = globalThis.setInterval;
 
 export interface TimerWatch {
-  /** Timer callbacks run since `watchTimers` (or the last reset). */
+  /** Timer callbacks run since `watchTimers`. */
   fires(): number;
-  reset(): void;
   sleep(ms: number): Promise<void>;
 }
 
@@ -29,7 +28,6 @@ export function watchTimers(t: { teardown(fn: () => void): void }): TimerWatch {
   });
   return {
     fires: () => fires,
-    reset: () => void (fires = 0),
     sleep: (ms) => new Promise((r) => realSetTimeout(r, ms)),
   };
 }
