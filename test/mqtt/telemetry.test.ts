@@ -173,6 +173,31 @@ t.test('json telemetry: the EXEC/read entries of records.ts, key for key', async
   }
 });
 
+t.test('json telemetry: integers and timestamps written digit by digit match String()', async (t) => {
+  // A seeded generator: the same cases on every run.
+  let seed = 17;
+  const next = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const ints = [0, -0, 1, -1, 9, 10, 99, 100, -10, 2147483647, -2147483648, 1e9, -999999999];
+  for (let i = 0; i < 300; i++) ints.push(Math.floor((next() - 0.5) * 2 ** (1 + Math.floor(next() * 32))) | 0);
+  const stamps = [1, 9, 10, 1764370000000, 9007199254740991, 1.5, 2 ** 60];
+  for (let i = 0; i < 50; i++) stamps.push(Math.floor(next() * 2 ** 53));
+  const names = new MetricNames();
+  for (let round = 0; round < 3; round++) {
+    // The unit changes between rounds: the cached parts of a channel follow it.
+    const unit = ['V', undefined, 'm\u00b3/h "x"'][round];
+    const records: ChannelRecord[] = ints.map((v, i) => ({ ...rec(`c${i % 40}\u00e9`, { type: 'INTEGER', value: v }), timestamp: stamps[i % stamps.length]!, unit }));
+    // A channel failing between successes keeps no unit in its error entry.
+    records.push({ ...rec('c1\u00e9', undefined, 'gone'), unit });
+    const text = encodeTelemetry('asset', records, 'json', false, names).toString('utf8');
+    t.equal(text, JSON.stringify({ name: 'asset', channels: records.map(readEntry) }), `round ${round}`);
+  }
+  // A payload far larger than the scratch buffer, and a small one after it.
+  const many = Array.from({ length: 2000 }, (_, i) => rec(`channel-${i}`, { type: 'INTEGER', value: -i * 1000003 }));
+  t.equal(encodeTelemetry('big', many, 'json', false, names).toString(), JSON.stringify({ name: 'big', channels: many.map(readEntry) }));
+  const few = many.slice(0, 2);
+  t.equal(encodeTelemetry('big', few, 'json', false, names).toString(), JSON.stringify({ name: 'big', channels: few.map(readEntry) }));
+});
+
 t.test('delivery through the outbox', mosquittoSkip(), async (t) => {
   const broker = await startMosquitto();
   const assets: AssetConfig[] = [
