@@ -220,7 +220,9 @@ t.test('publishHead and the payload are the bytes mqtt-packet generates', async 
         const p: mqttPacket.IPublishPacket = { cmd: 'publish', topic, payload: Buffer.alloc(size, size % 251), qos, dup, retain, messageId: qos ? 40_000 + n : undefined };
         const head = publishHead(p);
         const mine = head && Buffer.concat([head, p.payload as Buffer]);
-        if (!mine || !mine.equals(mqttPacket.generate(p))) t.fail(`differs: ${topic.slice(0, 20)} ${size} ${qos} ${dup} ${retain}`);
+        const generated = mqttPacket.generate(p);
+        if (!mine || !mine.equals(generated)) t.fail(`differs: ${topic.slice(0, 20)} ${size} ${qos} ${dup} ${retain}`);
+        if (!publishHead(p, true)?.equals(generated)) t.fail(`whole packet differs: ${topic.slice(0, 20)} ${size} ${qos} ${dup} ${retain}`);
         n++;
       }
     }
