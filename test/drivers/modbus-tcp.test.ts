@@ -241,6 +241,41 @@ if (havePeers(t, 'pymodbus')) {
     t.ok(d.stats().discardedFrames > 0, 'garbage counted');
   });
 
+  t.test('the response timeout runs from each request, whatever the requests before it did', async (t) => {
+    // One timer serves every exchange of a connection (tcp.ts): each request must still get the
+    // whole timeout, counted from when it was sent. The peer answers every request but the ones
+    // whose register address is 7.
+    const server = net.createServer((sock) => {
+      const dec = new MbapDecoder();
+      sock.on('data', (chunk) => {
+        for (const r of dec.push(chunk)) {
+          if (!('frame' in r)) continue;
+          const { transactionId, unitId, pdu } = r.frame;
+          if (pdu.readUInt16BE(1) === 6) continue;
+          sock.write(encodeMbap({ transactionId, protocolId: 0, unitId, pdu: Buffer.from([3, 2, 0, 42]) }));
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    t.teardown(() => new Promise((r) => server.close(r)));
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port, 'modbus.timeout': 400, 'modbus.transaction.retry': 0, 'unit.backoff.max': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
+    t.teardown(() => d.close());
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    for (const gap of [250, 0, 600]) {
+      t.match(await d.read([hr(1, 'INT16')]), [{ ok: true, value: { value: 42 } }], `answered (gap ${gap} ms)`);
+      await sleep(gap);
+      const sent = performance.now();
+      const r = await d.read([hr(7, 'INT16')]);
+      const took = performance.now() - sent;
+      t.match(r, [{ ok: false, error: /no response from unit 1 within 400 ms$/ }], `gap ${gap} ms: timed out`);
+      t.ok(took >= 390, `gap ${gap} ms: the whole timeout after the request (${took.toFixed(0)} ms)`);
+    }
+    t.match(await d.read([hr(1, 'INT16')]), [{ ok: true, value: { value: 42 } }], 'an answered request after a timeout');
+    await sleep(500);
+    t.match(await d.read([hr(1, 'INT16')]), [{ ok: true }], 'and after the timer fired with nothing pending');
+    t.match(d.stats(), { timeouts: 3, responses: 5 });
+  });
+
   t.test('a response with the wrong transaction id is discarded and counted', async (t) => {
     // pymodbus always answers correctly, so this one peer is played by the test.
     const server = net.createServer((sock) => {

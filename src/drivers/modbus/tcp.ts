@@ -14,6 +14,7 @@ interface Pending {
   transactionId: number;
   unitId: number;
   fc: number;
+  timeoutMs: number;
   resolve(pdu: Buffer): void;
   reject(err: Error): void;
 }
@@ -31,37 +32,88 @@ export class TcpTransport implements Transport {
   private retryAt = 0;
   private lastError = '';
   private closed = false;
+  /**
+   * The response timeout: one timer per connection, pushed back (refresh) by each exchange rather
+   * than a timer made and cleared per exchange. It may fire after an answered exchange and then
+   * finds nothing pending; it is cleared when exchanges come further apart than the timeout, so a
+   * slow poll is not woken twice per cycle.
+   */
+  private timer: NodeJS.Timeout | undefined;
+  private timerMs = 0;
+  /** performance.now() when the pending exchange times out. */
+  private deadline = 0;
+  private armedAt = -Infinity;
+  private armedBefore = -Infinity;
 
   constructor(private readonly host: string, private readonly port: number, private readonly log: Logger, private readonly framing: 'mbap' | 'rtu' = 'mbap') {
     this.label = `Modbus ${framing === 'rtu' ? 'RTU over TCP' : 'TCP'} ${host}:${port}`;
   }
 
-  async exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
-    const socket = await this.connect(timeoutMs);
-    if (this.socket !== socket) throw new Error(`${this.label}: connection lost`);
+  exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
+    // Connected: straight to the line, no promise in between (a poll makes one exchange per block).
+    const socket = this.socket;
+    if (socket && !this.closed) return this.send(socket, unitId, pdu, timeoutMs);
+    return this.connect(timeoutMs).then((s) => {
+      if (this.socket !== s) throw new Error(`${this.label}: connection lost`);
+      return this.send(s, unitId, pdu, timeoutMs);
+    });
+  }
+
+  private send(socket: net.Socket, unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
     // Transaction ids run 1..65535 and wrap; 0 is skipped so a zeroed frame never matches.
     this.transactionId = (this.transactionId % 0xffff) + 1;
     const transactionId = this.transactionId;
-    const frame = this.framing === 'rtu' ? encodeRtu({ unitId, pdu }) : encodeMbap({ transactionId, protocolId: 0, unitId, pdu });
+    let frame: Buffer;
+    try {
+      frame = this.framing === 'rtu' ? encodeRtu({ unitId, pdu }) : encodeMbap({ transactionId, protocolId: 0, unitId, pdu });
+    } catch (err) {
+      return Promise.reject(err);
+    }
     this.rtu.drop();
     return new Promise<Buffer>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending = undefined;
-        this.stats.timeouts++;
-        reject(new TimeoutError(`${this.label}: no response from unit ${unitId} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending = {
-        transactionId,
-        unitId,
-        fc: pdu[0],
-        resolve: (p) => { clearTimeout(timer); resolve(p); },
-        reject: (e) => { clearTimeout(timer); reject(e); },
-      };
+      this.pending = { transactionId, unitId, fc: pdu[0], timeoutMs, resolve, reject };
+      this.arm(timeoutMs);
       this.stats.requests++;
       this.stats.bytesSent += frame.length;
       socket.write(frame);
     });
   }
+
+  private arm(ms: number): void {
+    const now = performance.now();
+    this.deadline = now + ms;
+    this.armedBefore = this.armedAt;
+    this.armedAt = now;
+    if (this.timer && this.timerMs === ms) this.timer.refresh();
+    else {
+      clearTimeout(this.timer);
+      this.timerMs = ms;
+      this.timer = setTimeout(this.onTimer, ms);
+    }
+  }
+
+  /** The pending exchange is over (answered or failed). */
+  private disarm(): void {
+    if (this.armedAt - this.armedBefore > this.timerMs || this.closed) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+  }
+
+  private readonly onTimer = (): void => {
+    const p = this.pending;
+    if (!p) return;
+    const left = this.deadline - performance.now();
+    if (left > 0) {
+      // Fired a little early (the loop's clock is in whole milliseconds): wait for the rest.
+      this.timerMs = NaN;
+      this.timer = setTimeout(this.onTimer, Math.ceil(left));
+      return;
+    }
+    this.pending = undefined;
+    this.stats.timeouts++;
+    p.reject(new TimeoutError(`${this.label}: no response from unit ${p.unitId} within ${p.timeoutMs} ms`));
+  };
 
   private connect(timeoutMs: number): Promise<net.Socket> {
     if (this.closed) return Promise.reject(new Error(`${this.label}: driver closed`));
@@ -127,6 +179,7 @@ export class TcpTransport implements Transport {
       if (!p) this.stats.discardedFrames++;
       if (!p || !pdu) return;
       this.pending = undefined;
+      this.disarm();
       this.stats.responses++;
       return p.resolve(pdu);
     }
@@ -146,6 +199,7 @@ export class TcpTransport implements Transport {
         continue;
       }
       this.pending = undefined;
+      this.disarm();
       this.stats.responses++;
       p.resolve(frame.pdu);
     }
@@ -159,12 +213,15 @@ export class TcpTransport implements Transport {
     this.rtu.drop();
     const p = this.pending;
     this.pending = undefined;
+    if (p) this.disarm();
     const why = err ? ((err as NodeJS.ErrnoException).code ?? err.message) : 'closed by the device';
     p?.reject(new Error(`${this.label}: connection lost (${why})`));
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
     const socket = this.socket;
     this.onClose(new Error('driver closed'));
     socket?.destroy();
