@@ -392,6 +392,9 @@ class HttpAuthRequest implements AuthRequest {
   get headers(): IncomingHttpHeaders {
     return this.ctx.req.headers;
   }
+  header(name: string): string | undefined {
+    return this.ctx.header(name);
+  }
   get remoteAddress(): string {
     return this.ctx.remoteAddress;
   }

@@ -18,7 +18,7 @@
 //
 // `authenticate` is called for every matched request (whatever its route's role) until a provider
 // yields a principal; it receives an `AuthRequest` (below): method, decoded path, lower-cased
-// headers, client address, the listener (port, secure, clientAuth), the verified client certificate
+// headers (`headers`, or one by name with `header(name)`), client address, the listener (port, secure, clientAuth), the verified client certificate
 // on client-auth ports, `cookie(name)`, and two helpers that use the identity store: `identity(name)` and
 // `verifyPassword(name, password)` (scrypt-backed, throttled and cached like BASIC). The name it
 // returns must be an identity of the store to pass any role check (docs/rest-api.md
@@ -39,6 +39,8 @@ export interface AuthRequest {
   /** Decoded path, e.g. `/services/assets/demo`. */
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
+  /** One header by its lower-case name: `headers[name]` (its first element if that is an array), without building `headers`. */
+  header(name: string): string | undefined;
   readonly remoteAddress: string;
   readonly listener: { readonly port: number; readonly secure: boolean; readonly clientAuth: boolean };
   peerCertificate(): PeerCertificate | undefined;

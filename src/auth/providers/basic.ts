@@ -39,7 +39,7 @@ export function basicProvider(deps: BasicDeps): AuthProvider {
     name: 'basic',
     priority: BASIC_PRIORITY,
     authenticate(req: AuthRequest) {
-      const header = req.headers.authorization;
+      const header = req.header('authorization');
       if (header === undefined) return undefined;
       // The header this client sent before and that verified (the usual case): one keyed digest,
       // no decoding. Anything else (throttled, a changed identity) takes the full path below.

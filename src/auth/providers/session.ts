@@ -34,7 +34,7 @@ export function sessionProvider(deps: { sessions: SessionStore; identities: Iden
       const xsrfPath = path === XSRF_PATH;
       if (!xsrfPath) {
         // A missing or wrong token neither authenticates nor refreshes nor ends the session.
-        const token = req.headers[XSRF_HEADER];
+        const token = req.header(XSRF_HEADER);
         if (typeof token !== 'string' || !safeEqualText(token, s.xsrfToken)) return undefined;
       }
       // One clock reading for the expiry check and the refresh.
