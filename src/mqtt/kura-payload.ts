@@ -85,14 +85,15 @@ const WIRE_32 = 5;
  * is 128 bytes or more (so nothing is encoded twice and no buffer is made per field).
  */
 export class Writer {
-  private buf: Buffer;
-  private pos = 0;
+  protected buf: Buffer;
+  protected pos = 0;
 
-  constructor(capacity = 256) {
-    this.buf = Buffer.allocUnsafe(capacity);
+  /** `start`: a buffer to write into first (a scratch buffer kept by the caller), or a capacity. */
+  constructor(start: number | Buffer = 256) {
+    this.buf = typeof start === 'number' ? Buffer.allocUnsafe(start) : start;
   }
 
-  private room(n: number): void {
+  protected room(n: number): void {
     if (this.pos + n <= this.buf.length) return;
     const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
     this.buf.copy(next, 0, 0, this.pos);

@@ -131,24 +131,14 @@ const J = {
  * The bytes of a json payload, written in place: no string per part, no joined text to flatten and
  * encode again. Those were about a fifth of the main thread's instructions per poll of 50 channels;
  * writing in place costs much of that back while the code is not optimised, and the net saving was
- * ~2 % (bench/profile-poll --callgrind). One scratch buffer, reused; the payload is copied out of it.
+ * ~2 % (bench/profile-poll --callgrind). The protobuf Writer with text and numbers added; one scratch
+ * buffer, reused, the payload copied out of it.
  */
-class JsonBytes {
-  private static scratch = Buffer.allocUnsafeSlow(8192);
-  private buf = JsonBytes.scratch;
-  private pos = 0;
+class JsonBytes extends Writer {
+  private static scratch: Buffer = Buffer.allocUnsafeSlow(8192);
 
-  private room(n: number): void {
-    if (this.pos + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.pos + n));
-    this.buf.copy(next, 0, 0, this.pos);
-    this.buf = next;
-  }
-
-  bytes(b: Buffer): void {
-    this.room(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
+  constructor() {
+    super(JsonBytes.scratch);
   }
 
   byte(c: number): void {
@@ -186,7 +176,7 @@ class JsonBytes {
    * doublings per poll of a 1,000-channel asset (memory churn that showed as RSS in make bench's
    * scale section).
    */
-  finish(): Buffer {
+  payload(): Buffer {
     const out = Buffer.allocUnsafe(this.pos);
     this.buf.copy(out, 0, 0, this.pos);
     if (this.buf.length <= 1 << 20) JsonBytes.scratch = this.buf;
@@ -200,43 +190,43 @@ class JsonBytes {
  */
 function jsonTelemetry(pid: string, records: ChannelRecord[], names: MetricNames, now: number): Buffer {
   const w = new JsonBytes();
-  w.bytes(names.jsonHead(pid));
+  w.push(names.jsonHead(pid));
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
     if (i > 0) w.byte(0x2c);
     const v = r.status === 'SUCCESS' ? r.value : undefined;
     const n = names.json(r.name, r.unit);
-    w.bytes(n.head);
+    w.push(n.head);
     w.number(r.timestamp > 0 ? r.timestamp : now);
     if (v !== undefined) {
       if (v.type === 'INTEGER') {
-        w.bytes(J.valueQuote);
+        w.push(J.valueQuote);
         w.number(v.value);
-        w.bytes(J.typeAfterQuote.INTEGER);
+        w.push(J.typeAfterQuote.INTEGER);
       } else if (v.type === 'BOOLEAN') {
-        w.bytes(J.valueQuote);
-        w.bytes(v.value ? J.true : J.false);
-        w.bytes(J.typeAfterQuote.BOOLEAN);
+        w.push(J.valueQuote);
+        w.push(v.value ? J.true : J.false);
+        w.push(J.typeAfterQuote.BOOLEAN);
       } else if (v.type === 'STRING' || v.type === 'BYTE_ARRAY') {
         // Strings and base64 go through JSON.stringify; number texts need no escaping.
-        w.bytes(J.value);
+        w.push(J.value);
         w.text(JSON.stringify(valueText(v)));
-        w.bytes(J.type[v.type]);
+        w.push(J.type[v.type]);
       } else {
-        w.bytes(J.valueQuote);
+        w.push(J.valueQuote);
         w.text(valueText(v));
-        w.bytes(J.typeAfterQuote[v.type]);
+        w.push(J.typeAfterQuote[v.type]);
       }
-      if (n.unitField) w.bytes(n.unitField);
+      if (n.unitField) w.push(n.unitField);
     } else {
-      w.bytes(J.error);
+      w.push(J.error);
       w.text(JSON.stringify(kuraErrorText(r.error)));
     }
     w.byte(0x7d);
   }
   w.byte(0x5d);
   w.byte(0x7d);
-  return w.finish();
+  return w.payload();
 }
 
 /**
