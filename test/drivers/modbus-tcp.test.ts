@@ -12,6 +12,19 @@ import { channel, runDriverConformance, show } from '../helpers/driver-conforman
 import { fiftyChannels } from '../helpers/modbus-fixtures.js';
 import { havePeers, startPyModbusTcp, type PyModbusDevice } from '../helpers/pymodbus.js';
 
+/** A Modbus TCP peer played by the test: `answer` gets each request frame; resolves with its port. */
+async function playedPeer(t: Test, answer: (sock: net.Socket, frame: { transactionId: number; unitId: number; pdu: Buffer }) => void): Promise<number> {
+  const server = net.createServer((sock) => {
+    const dec = new MbapDecoder();
+    sock.on('data', (chunk) => {
+      for (const r of dec.push(chunk)) if ('frame' in r) answer(sock, r.frame);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise((r) => server.close(r)));
+  return (server.address() as net.AddressInfo).port;
+}
+
 if (havePeers(t, 'pymodbus')) {
   const dev: PyModbusDevice = await startPyModbusTcp(t, { units: [1, 2] });
   const props = (extra: Record<string, unknown> = {}) => ({
@@ -245,20 +258,10 @@ if (havePeers(t, 'pymodbus')) {
     // One timer serves every exchange of a connection (tcp.ts): each request must still get the
     // whole timeout, counted from when it was sent. The peer answers every request but the ones
     // whose register address is 7.
-    const server = net.createServer((sock) => {
-      const dec = new MbapDecoder();
-      sock.on('data', (chunk) => {
-        for (const r of dec.push(chunk)) {
-          if (!('frame' in r)) continue;
-          const { transactionId, unitId, pdu } = r.frame;
-          if (pdu.readUInt16BE(1) === 6) continue;
-          sock.write(encodeMbap({ transactionId, protocolId: 0, unitId, pdu: Buffer.from([3, 2, 0, 42]) }));
-        }
-      });
+    const port = await playedPeer(t, (sock, { transactionId, unitId, pdu }) => {
+      if (pdu.readUInt16BE(1) !== 6) sock.write(encodeMbap({ transactionId, protocolId: 0, unitId, pdu: Buffer.from([3, 2, 0, 42]) }));
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    t.teardown(() => new Promise((r) => server.close(r)));
-    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port, 'modbus.timeout': 400, 'modbus.transaction.retry': 0, 'unit.backoff.max': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': port, 'modbus.timeout': 400, 'modbus.transaction.retry': 0, 'unit.backoff.max': 0 }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
     t.teardown(() => d.close());
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     for (const gap of [250, 0, 600]) {
@@ -278,21 +281,12 @@ if (havePeers(t, 'pymodbus')) {
 
   t.test('a response with the wrong transaction id is discarded and counted', async (t) => {
     // pymodbus always answers correctly, so this one peer is played by the test.
-    const server = net.createServer((sock) => {
-      const dec = new MbapDecoder();
-      sock.on('data', (chunk) => {
-        for (const r of dec.push(chunk)) {
-          if (!('frame' in r)) continue;
-          const { transactionId, unitId } = r.frame;
-          const pdu = Buffer.from([3, 2, 0x12, 0x34]);
-          sock.write(encodeMbap({ transactionId: (transactionId + 100) & 0xffff, protocolId: 0, unitId, pdu: Buffer.from([3, 2, 0x66, 0x66]) }));
-          setTimeout(() => sock.write(encodeMbap({ transactionId, protocolId: 0, unitId, pdu })), 20);
-        }
-      });
+    const port = await playedPeer(t, (sock, { transactionId, unitId }) => {
+      const pdu = Buffer.from([3, 2, 0x12, 0x34]);
+      sock.write(encodeMbap({ transactionId: (transactionId + 100) & 0xffff, protocolId: 0, unitId, pdu: Buffer.from([3, 2, 0x66, 0x66]) }));
+      setTimeout(() => sock.write(encodeMbap({ transactionId, protocolId: 0, unitId, pdu })), 20);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    t.teardown(() => new Promise((r) => server.close(r)));
-    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (server.address() as net.AddressInfo).port }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
+    const d = modbusFactory.create({ 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': port }, { id: 'x', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
     t.teardown(() => d.close());
     t.match(await d.read([hr(1, 'INT16')]), [{ ok: true, value: { value: 0x1234 } }]);
     t.match(await d.read([hr(1, 'INT16')]), [{ ok: true, value: { value: 0x1234 } }]);
