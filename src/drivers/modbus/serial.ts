@@ -13,7 +13,7 @@ import { lazyBuiltin } from '../../core/builtin.js';
 import type { Logger } from '../../log.js';
 import type { SerialSettings } from './config.js';
 import { RtuReceiver, encodeRtu, interFrameGapMs } from './rtu-frame.js';
-import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, ResponseTimer, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
 
 // Loaded when a serial line first opens: most configurations have none.
 const ttyMod = lazyBuiltin<typeof tty>('node:tty');
@@ -36,6 +36,7 @@ export function sttyArgs(s: SerialSettings): string[] {
 interface Pending {
   unitId: number;
   fc: number;
+  timeoutMs: number;
   resolve(pdu: Buffer): void;
   reject(err: Error): void;
 }
@@ -53,6 +54,15 @@ export class SerialTransport implements Transport {
   private lastError = '';
   private closed = false;
   private readonly gapMs: number;
+  /** The response timeout, one timer for every exchange on the port. */
+  private readonly timeout = new ResponseTimer(() => {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = undefined;
+    this.stats.timeouts++;
+    this.rx.drop();
+    p.reject(new TimeoutError(`${this.label}: no response from unit ${p.unitId} within ${p.timeoutMs} ms`));
+  });
 
   constructor(private readonly settings: SerialSettings, private readonly log: Logger) {
     this.label = `Modbus RTU ${settings.portName}`;
@@ -68,18 +78,8 @@ export class SerialTransport implements Transport {
     this.rx.drop();
     const frame = encodeRtu({ unitId, pdu });
     return new Promise<Buffer>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending = undefined;
-        this.stats.timeouts++;
-        this.rx.drop();
-        reject(new TimeoutError(`${this.label}: no response from unit ${unitId} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending = {
-        unitId,
-        fc: pdu[0],
-        resolve: (p) => { clearTimeout(timer); resolve(p); },
-        reject: (e) => { clearTimeout(timer); reject(e); },
-      };
+      this.pending = { unitId, fc: pdu[0], timeoutMs, resolve, reject };
+      this.timeout.arm(timeoutMs);
       this.stats.requests++;
       this.stats.bytesSent += frame.length;
       this.lastActivity = performance.now();
@@ -101,6 +101,7 @@ export class SerialTransport implements Transport {
     const pdu = this.rx.push(chunk, p.unitId, p.fc);
     if (!pdu) return;
     this.pending = undefined;
+    this.timeout.disarm();
     this.stats.responses++;
     p.resolve(pdu);
   }
@@ -161,6 +162,7 @@ export class SerialTransport implements Transport {
     this.rx.drop();
     const p = this.pending;
     this.pending = undefined;
+    if (p) this.timeout.disarm();
     const why = (err as NodeJS.ErrnoException).code ?? err.message;
     if (!this.closed) this.log.warn('modbus serial port failed', { device: this.label, error: why });
     p?.reject(new Error(`${this.label}: ${why}`));
@@ -168,6 +170,7 @@ export class SerialTransport implements Transport {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.timeout.stop();
     this.fail(new Error('driver closed'));
   }
 }

@@ -8,7 +8,7 @@ import net from 'node:net';
 import type { Logger } from '../../log.js';
 import { MbapDecoder, encodeMbap } from './mbap.js';
 import { RtuReceiver, encodeRtu } from './rtu-frame.js';
-import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, ResponseTimer, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
 
 interface Pending {
   transactionId: number;
@@ -32,18 +32,14 @@ export class TcpTransport implements Transport {
   private retryAt = 0;
   private lastError = '';
   private closed = false;
-  /**
-   * The response timeout: one timer per connection, pushed back (refresh) by each exchange rather
-   * than a timer made and cleared per exchange. It may fire after an answered exchange and then
-   * finds nothing pending; it is cleared when exchanges come further apart than the timeout, so a
-   * slow poll is not woken twice per cycle.
-   */
-  private timer: NodeJS.Timeout | undefined;
-  private timerMs = 0;
-  /** performance.now() when the pending exchange times out. */
-  private deadline = 0;
-  private armedAt = -Infinity;
-  private armedBefore = -Infinity;
+  /** The response timeout, one timer for every exchange of the connection. */
+  private readonly timeout = new ResponseTimer(() => {
+    const p = this.pending;
+    if (!p) return;
+    this.pending = undefined;
+    this.stats.timeouts++;
+    p.reject(new TimeoutError(`${this.label}: no response from unit ${p.unitId} within ${p.timeoutMs} ms`));
+  });
 
   constructor(private readonly host: string, private readonly port: number, private readonly log: Logger, private readonly framing: 'mbap' | 'rtu' = 'mbap') {
     this.label = `Modbus ${framing === 'rtu' ? 'RTU over TCP' : 'TCP'} ${host}:${port}`;
@@ -72,48 +68,12 @@ export class TcpTransport implements Transport {
     this.rtu.drop();
     return new Promise<Buffer>((resolve, reject) => {
       this.pending = { transactionId, unitId, fc: pdu[0], timeoutMs, resolve, reject };
-      this.arm(timeoutMs);
+      this.timeout.arm(timeoutMs);
       this.stats.requests++;
       this.stats.bytesSent += frame.length;
       socket.write(frame);
     });
   }
-
-  private arm(ms: number): void {
-    const now = performance.now();
-    this.deadline = now + ms;
-    this.armedBefore = this.armedAt;
-    this.armedAt = now;
-    if (this.timer && this.timerMs === ms) this.timer.refresh();
-    else {
-      clearTimeout(this.timer);
-      this.timerMs = ms;
-      this.timer = setTimeout(this.onTimer, ms);
-    }
-  }
-
-  /** The pending exchange is over (answered or failed). */
-  private disarm(): void {
-    if (this.armedAt - this.armedBefore > this.timerMs || this.closed) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-    }
-  }
-
-  private readonly onTimer = (): void => {
-    const p = this.pending;
-    if (!p) return;
-    const left = this.deadline - performance.now();
-    if (left > 0) {
-      // Fired a little early (the loop's clock is in whole milliseconds): wait for the rest.
-      this.timerMs = NaN;
-      this.timer = setTimeout(this.onTimer, Math.ceil(left));
-      return;
-    }
-    this.pending = undefined;
-    this.stats.timeouts++;
-    p.reject(new TimeoutError(`${this.label}: no response from unit ${p.unitId} within ${p.timeoutMs} ms`));
-  };
 
   private connect(timeoutMs: number): Promise<net.Socket> {
     if (this.closed) return Promise.reject(new Error(`${this.label}: driver closed`));
@@ -179,7 +139,7 @@ export class TcpTransport implements Transport {
       if (!p) this.stats.discardedFrames++;
       if (!p || !pdu) return;
       this.pending = undefined;
-      this.disarm();
+      this.timeout.disarm();
       this.stats.responses++;
       return p.resolve(pdu);
     }
@@ -199,7 +159,7 @@ export class TcpTransport implements Transport {
         continue;
       }
       this.pending = undefined;
-      this.disarm();
+      this.timeout.disarm();
       this.stats.responses++;
       p.resolve(frame.pdu);
     }
@@ -213,15 +173,14 @@ export class TcpTransport implements Transport {
     this.rtu.drop();
     const p = this.pending;
     this.pending = undefined;
-    if (p) this.disarm();
+    if (p) this.timeout.disarm();
     const why = err ? ((err as NodeJS.ErrnoException).code ?? err.message) : 'closed by the device';
     p?.reject(new Error(`${this.label}: connection lost (${why})`));
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.timeout.stop();
     const socket = this.socket;
     this.onClose(new Error('driver closed'));
     socket?.destroy();

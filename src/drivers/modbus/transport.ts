@@ -46,3 +46,62 @@ export class TimeoutError extends Error {}
 /** Reconnect backoff: first retry after 100 ms, doubling, at most 2 s (a dead device costs little). */
 export const BACKOFF_MIN_MS = 100;
 export const BACKOFF_MAX_MS = 2000;
+
+/**
+ * The response timeout of a line: one timer, pushed back (refresh) by each exchange rather than a
+ * timer made and cleared per exchange (a poll makes one exchange per block, ten times a second).
+ * After an answer it may still fire and then finds nothing armed; it is cleared at once when
+ * exchanges come further apart than the timeout, so a slow poll is not woken twice per cycle.
+ * `expired` runs once the armed exchange has had its whole timeout.
+ */
+export class ResponseTimer {
+  private timer: NodeJS.Timeout | undefined;
+  private timerMs = 0;
+  private armed = false;
+  /** performance.now() when the armed exchange times out. */
+  private deadline = 0;
+  private armedAt = -Infinity;
+  private armedBefore = -Infinity;
+
+  constructor(private readonly expired: () => void) {}
+
+  arm(ms: number): void {
+    const now = performance.now();
+    this.armed = true;
+    this.deadline = now + ms;
+    this.armedBefore = this.armedAt;
+    this.armedAt = now;
+    if (this.timer && this.timerMs === ms) this.timer.refresh();
+    else {
+      clearTimeout(this.timer);
+      this.timerMs = ms;
+      this.timer = setTimeout(this.onTimer, ms);
+    }
+  }
+
+  /** The exchange is over (answered or failed). */
+  disarm(): void {
+    this.armed = false;
+    if (this.armedAt - this.armedBefore > this.timerMs) this.stop();
+  }
+
+  /** No more exchanges (the line is closed). */
+  stop(): void {
+    this.armed = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private readonly onTimer = (): void => {
+    if (!this.armed) return;
+    const left = this.deadline - performance.now();
+    if (left > 0) {
+      // Fired a little early (the loop's clock is in whole milliseconds): wait for the rest.
+      this.timerMs = NaN;
+      this.timer = setTimeout(this.onTimer, Math.ceil(left));
+      return;
+    }
+    this.armed = false;
+    this.expired();
+  };
+}
