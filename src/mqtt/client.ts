@@ -442,16 +442,15 @@ export class MqttClient extends EventEmitter {
       // stream's corked two-chunk writev (a few KB, one telemetry message of 50 channels).
       const whole = packet.cmd === 'publish' && Buffer.isBuffer(packet.payload) && packet.payload.length <= WHOLE_PUBLISH_MAX;
       const head = packet.cmd === 'publish' ? publishHead(packet, whole) : undefined;
-      if (head && whole) {
-        this.lastSent = Date.now();
-        s.write(head);
-        return true;
-      }
       if (head) {
+        this.lastSent = Date.now();
+        if (whole) {
+          s.write(head);
+          return true;
+        }
         // Header and payload written together (one writev), the payload not copied: a telemetry
         // payload of 1,000 channels is 75 KB, and a copy per poll is malloc churn that stays
         // resident.
-        this.lastSent = Date.now();
         s.cork();
         s.write(head);
         s.write((packet as mqttPacket.IPublishPacket).payload);
