@@ -11,6 +11,7 @@ import {
 import { applyScaleOffset } from './scaling.js';
 import { convertValue } from './values.js';
 import { isThenable } from '../core/thenable.js';
+import { monotonicNow } from '../core/clock.js';
 
 export { DRIVER_NOT_ATTACHED };
 
@@ -193,7 +194,7 @@ class DriverCall {
   ) {
     // The monotonic clock: cheaper to read than Date.now() (every REST read makes a call), and a
     // wall-clock step cannot fail a call early or keep it waiting.
-    this.deadline = performance.now() + timeoutMs;
+    this.deadline = monotonicNow() + timeoutMs;
     this.promise = new Promise<ChannelResult[]>((resolve) => (this.resolve = resolve));
   }
 
@@ -433,12 +434,12 @@ export class AssetRuntime implements AssetService {
     // Not unref'd while calls are pending: a caller is waiting on them.
     this.watchdog = setTimeout(() => {
       this.watchdog = undefined;
-      const now = performance.now();
+      const now = monotonicNow();
       this.pendingCalls.each((call) => {
         if (now >= call.deadline) call.fail();
       });
       this.armWatchdog();
-    }, Math.max(1, Math.ceil(oldest.deadline - performance.now())));
+    }, Math.max(1, Math.ceil(oldest.deadline - monotonicNow())));
   }
 
   onPoll(listener: (pid: string, records: ChannelRecord[]) => void): () => void {

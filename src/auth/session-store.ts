@@ -4,6 +4,7 @@
 
 import { nodeCrypto } from '../core/builtin.js';
 import { v4 as uuidv4 } from 'uuid';
+import { monotonicNow } from '../core/clock.js';
 
 export interface Session {
   /** The JSESSIONID value: 128 bits from the CSPRNG, base64url. */
@@ -20,7 +21,7 @@ export interface Session {
 }
 
 /** Monotonic clock in milliseconds (wall-clock jumps must not expire or revive sessions). */
-export const monotonicMs = (): number => Math.floor(performance.now());
+export const monotonicMs = (): number => Math.floor(monotonicNow());
 
 /** Thrown when the store is full of sessions that may not be evicted for this login. */
 export class SessionLimitError extends Error {}

@@ -14,6 +14,7 @@ import type { Logger } from '../../log.js';
 import type { SerialSettings } from './config.js';
 import { RtuReceiver, encodeRtu, interFrameGapMs } from './rtu-frame.js';
 import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, ResponseTimer, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
+import { monotonicNow } from '../../core/clock.js';
 
 // Loaded when a serial line first opens: most configurations have none.
 const ttyMod = lazyBuiltin<typeof tty>('node:tty');
@@ -72,7 +73,7 @@ export class SerialTransport implements Transport {
   async exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
     const stream = await this.open();
     // §2.5.1.1: at least 3.5 character times of silence before a new frame.
-    const quiet = this.lastActivity + this.gapMs - performance.now();
+    const quiet = this.lastActivity + this.gapMs - monotonicNow();
     if (quiet > 0) await new Promise((r) => setTimeout(r, Math.ceil(quiet)));
     if (this.stream !== stream) throw new Error(`${this.label}: port closed`);
     this.rx.drop();
@@ -82,7 +83,7 @@ export class SerialTransport implements Transport {
       this.timeout.arm(timeoutMs);
       this.stats.requests++;
       this.stats.bytesSent += frame.length;
-      this.lastActivity = performance.now();
+      this.lastActivity = monotonicNow();
       stream.write(frame, (err) => {
         if (err) this.fail(err);
       });
@@ -91,7 +92,7 @@ export class SerialTransport implements Transport {
 
   private onData(chunk: Buffer): void {
     this.stats.bytesReceived += chunk.length;
-    this.lastActivity = performance.now();
+    this.lastActivity = monotonicNow();
     const p = this.pending;
     if (!p) {
       // Bytes nobody asked for (noise, a late answer): one discarded frame.

@@ -1,6 +1,8 @@
 // What a Modbus line (TCP connection or serial port) offers the client: one exchange at a time.
 // The client (client.ts) serialises exchanges, so a transport never sees two at once.
 
+import { monotonicNow } from '../../core/clock.js';
+
 export interface LineStats {
   /** Request frames written (each attempt counts). */
   requests: number;
@@ -58,7 +60,7 @@ export class ResponseTimer {
   private timer: NodeJS.Timeout | undefined;
   private timerMs = 0;
   private armed = false;
-  /** performance.now() when the armed exchange times out. */
+  /** monotonicNow() when the armed exchange times out. */
   private deadline = 0;
   private armedAt = -Infinity;
   private armedBefore = -Infinity;
@@ -66,7 +68,7 @@ export class ResponseTimer {
   constructor(private readonly expired: () => void) {}
 
   arm(ms: number): void {
-    const now = performance.now();
+    const now = monotonicNow();
     this.armed = true;
     this.deadline = now + ms;
     this.armedBefore = this.armedAt;
@@ -94,7 +96,7 @@ export class ResponseTimer {
 
   private readonly onTimer = (): void => {
     if (!this.armed) return;
-    const left = this.deadline - performance.now();
+    const left = this.deadline - monotonicNow();
     if (left > 0) {
       // Fired a little early (the loop's clock is in whole milliseconds): wait for the rest.
       this.timerMs = NaN;
