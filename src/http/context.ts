@@ -177,7 +177,7 @@ export function headerOf(req: IncomingMessage, name: string): string | undefined
   let found: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const k = raw[i]!;
-    if (k.length !== name.length || (k !== name && k.toLowerCase() !== name)) continue;
+    if (k.length !== name.length || (k !== name && !sameLowerCase(k, name))) continue;
     if (found !== undefined) {
       const v = req.headers[name];
       return Array.isArray(v) ? v[0] : v;
@@ -185,4 +185,17 @@ export function headerOf(req: IncomingMessage, name: string): string | undefined
     found = raw[i + 1];
   }
   return found;
+}
+
+/**
+ * Whether header name `k` is `lower` (a lower-case name) in any letter case: what
+ * `k.toLowerCase() === lower` says, without making the copy (clients send `Cookie`, `X-XSRF-Token`).
+ * Only A-Z are folded: Node's parser accepts only ASCII token characters in a header name.
+ */
+function sameLowerCase(k: string, lower: string): boolean {
+  for (let i = 0; i < k.length; i++) {
+    const c = k.charCodeAt(i);
+    if (c !== lower.charCodeAt(i) && (c < 65 || c > 90 || (c | 0x20) !== lower.charCodeAt(i))) return false;
+  }
+  return true;
 }

@@ -26,6 +26,8 @@ t.test('the same value as req.headers, for single, repeated and absent headers',
   const port = (server.address() as AddressInfo).port;
   const requests = [
     'Host: a\r\nCookie: JSESSIONID=1\r\nX-XSRF-Token: t1\r\n',
+    // Names of the same length that differ outside the letters (no case folding makes them equal).
+    'Host: a\r\nX_XSRF-TOKEN: u1\r\nCOOKI^: c=0\r\nX-XSRF-Token: t1\r\nX-XSRF~Token: u2\r\n',
     'HOST: a\r\ncookie: a=1\r\nCOOKIE: b=2\r\nx-xsrf-token: t1\r\nX-Xsrf-Token: t2\r\n',
     'Host: a\r\nAuthorization: Basic one\r\nauthorization: Basic two\r\nContent-Type: a/b\r\ncontent-type: c/d\r\n',
     'Host: a\r\nX-Custom: 1\r\nx-custom: 2\r\nX-CUSTOM: 3\r\nSet-Cookie: s=1\r\nset-cookie: s=2\r\nX-Empty: \r\n',
@@ -41,6 +43,8 @@ t.test('the same value as req.headers, for single, repeated and absent headers',
   }
   t.equal(seen.length, requests.length);
   for (const [i, s] of seen.entries()) t.same(s.mine, s.node, `request ${i}: ${JSON.stringify(s.node)}`);
-  t.equal(seen[1]!.mine['x-xsrf-token'], 't1, t2', 'a repeated token is joined, as Node does (and so never matches)');
-  t.equal(seen[2]!.mine.authorization, 'Basic one', 'a repeated authorization keeps the first, as Node does');
+  t.equal(seen[1]!.mine['x-xsrf-token'], 't1', 'look-alike names are other headers');
+  t.equal(seen[1]!.mine.cookie, undefined);
+  t.equal(seen[2]!.mine['x-xsrf-token'], 't1, t2', 'a repeated token is joined, as Node does (and so never matches)');
+  t.equal(seen[3]!.mine.authorization, 'Basic one', 'a repeated authorization keeps the first, as Node does');
 });
