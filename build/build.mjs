@@ -40,7 +40,7 @@ const result = await build({
   // mqtt-packet pulls readable-stream through bl; Node's own stream is the same API.
   // mqtt-packet pulls `bl` for its parser's byte list; the shim has just the methods the parser uses.
   alias: { 'readable-stream': 'node:stream', debug: path.join(root, 'build', 'shims', 'debug.cjs'), bl: path.join(root, 'build', 'shims', 'bl.cjs') },
-  // Buffer and process as imports rather than globals (build/shims/globals.mjs says why).
+  // Buffer as an import rather than a global (build/shims/globals.mjs says why).
   inject: [path.join(root, 'build', 'shims', 'globals.mjs')],
   define: { __GATEWAYD_VERSION__: JSON.stringify(process.env.GATEWAYD_VERSION || pkg.version) },
   plugins: [
