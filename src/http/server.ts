@@ -452,11 +452,16 @@ export class HttpServer {
     // and say so, or a keep-alive client sends its next request into a dying socket. A bodiless
     // request is not yet `complete` when a synchronous 404/405 lands here: keep that one alive.
     const unread = !ctx.req.complete && (ctx.req.headers['transfer-encoding'] !== undefined || Number(ctx.req.headers['content-length'] ?? 0) !== 0);
-    if (unread) ctx.res.setHeader('connection', 'close');
+    if (unread) {
+      ctx.res.setHeader('connection', 'close');
+      // Node ends the socket of a `Connection: close` answer with destroySoon(), which closes it as
+      // soon as the answer is out, with the body still arriving: linger instead (lingerClose).
+      const socket = ctx.req.socket as Socket & { destroySoon?: () => void };
+      socket.destroySoon = () => lingerClose(socket);
+    }
     if (route) route.family.onError(ctx, httpErr);
     else if (httpErr.bodiless) ctx.empty(httpErr.status, httpErr.headers);
     else ctx.text(httpErr.status, httpErr.message, httpErr.headers);
-    if (unread) ctx.res.once('finish', () => lingerClose(ctx.req.socket));
   }
 
   /**

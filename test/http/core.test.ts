@@ -228,6 +228,36 @@ t.test('a client still sending gets its 431 or 400 before the connection closes,
   t.equal(ok.status, 200, 'and the server keeps serving');
 });
 
+t.test('a client still sending a refused body gets its 413 before the connection closes, not a reset', async (t) => {
+  const { ports } = await startServer(t, [{ port: 0, kind: 'http' }]);
+  // The body is refused from its declared length, before it is read. Node closes a `Connection:
+  // close` answer's socket as soon as the answer is out; the client's next bytes then drew a reset,
+  // and a client that had not read the answer yet lost it (curl: "Failed sending network data").
+  // The client here waits for the answer to be sent before it writes again, as a slow uploader does.
+  const exchange = () =>
+    new Promise<string>((resolve) => {
+      const s = net.connect(ports.http[0], '127.0.0.1');
+      let data = '';
+      s.on('data', (d) => (data += d));
+      s.on('close', () => resolve(data || 'closed without an answer'));
+      s.on('error', (err: NodeJS.ErrnoException) => resolve(String(err.code)));
+      s.on('connect', () => {
+        s.pause(); // the answer waits in the socket, unread, while the body goes on
+        s.write('POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{');
+        setTimeout(() => {
+          let n = 0;
+          const more = () => (n++ < 20 && !s.destroyed ? s.write('a'.repeat(4096), () => setTimeout(more, 5)) : s.resume());
+          more();
+        }, 100);
+      });
+    });
+  const answers = await Promise.all(Array.from({ length: 5 }, exchange));
+  t.same(answers.map((r) => r.split('\r\n')[0]), Array(5).fill('HTTP/1.1 413 Payload Too Large'), '413 every time');
+  t.ok(answers.every((r) => /\r\nconnection: close\r\n/i.test(r)), 'and each says it closes the connection');
+  const ok = await request(ports, '/echo', { method: 'POST', body: {} });
+  t.equal(ok.status, 200, 'and the server keeps serving');
+});
+
 t.test('a slow client (slowloris) is cut off by the header timeout', async (t) => {
   const { ports } = await startServer(t, [{ port: 0, kind: 'http' }], undefined, { ...DEFAULT_LIMITS, headersTimeoutMs: 500, requestTimeoutMs: 1000 });
   const start = Date.now();
