@@ -83,9 +83,11 @@ t.test('run as root: the dataDir owner keeps every file; the daemon running as t
   fs.mkdirSync(data, { mode: 0o700 });
   fs.chownSync(data, NOBODY, NOBODY);
   const start = () => {
-    // Without tap's NODE_OPTIONS: its process-info hook would write into the worktree as root's files.
+    // Without tap's NODE_OPTIONS: its process-info hook would write into the worktree as root's
+    // files, and could not even be loaded from a checkout the daemon user cannot read. The hook puts
+    // NODE_OPTIONS back into the environment of every spawn, so env(1) drops it before node starts.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('TAP')));
-    const proc = spawn(process.execPath, [bundle, '--config', f], { uid: NOBODY, gid: NOBODY, cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, bundle, '--config', f], { uid: NOBODY, gid: NOBODY, cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
     return watchProcess(t, proc, { http: [port], https: [], clientAuth: [] }, data, f, dir);
   };
   const owners = () => {
@@ -103,6 +105,8 @@ t.test('run as root: the dataDir owner keeps every file; the daemon running as t
 
   let d = start();
   await d.waitForLog(/gatewayd ready/);
+  const environ = fs.readFileSync(`/proc/${d.proc.pid}/environ`, 'utf8').split('\0');
+  t.notOk(environ.some((e) => e.startsWith('NODE_OPTIONS=')), "the daemon runs without tap's NODE_OPTIONS");
   const r = runCli(['passwd', '--config', f, 'admin'], { input: 'Recovered-pw1\n' });
   t.equal(r.status, 0, r.stderr);
   t.same(owners(), [], 'every file in the dataDir still belongs to the daemon user');
