@@ -143,7 +143,7 @@ t.test('run as root: the dataDir owner keeps every file; the daemon running as t
   // Another unprivileged user cannot write it: refused with the exact command to use instead.
   fs.chownSync(data, 0, 0);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('TAP')));
-  const other = spawnSync(process.execPath, [bundle, 'passwd', '--config', f, 'admin'], { input: 'Recovered-pw4\n', encoding: 'utf8', uid: NOBODY, gid: NOBODY, env, cwd: dir });
+  const other = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, bundle, 'passwd', '--config', f, 'admin'], { input: 'Recovered-pw4\n', encoding: 'utf8', uid: NOBODY, gid: NOBODY, env, cwd: dir });
   t.equal(other.status, 1);
   t.match(other.stderr, `run it as root or as the owner of ${data} (runuser -u gatewayd -- gatewayd passwd --config ${f} admin)`);
 });
