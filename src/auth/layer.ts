@@ -299,18 +299,7 @@ export class AuthLayer {
   hasRole(name: string, role: string): boolean {
     const id = this.identities.get(name);
     if (!id) return false;
-    return id.permissions.includes('kura.admin') || id.permissions.includes(this.permissionOf(role));
-  }
-
-  /** `rest.<role>` of each role the routes name (a handful), made once instead of on every request. */
-  private readonly permissions = new Map<string, string>();
-  private permissionOf(role: string): string {
-    let p = this.permissions.get(role);
-    if (p === undefined) {
-      p = `rest.${role}`;
-      if (this.permissions.size < 64) this.permissions.set(role, p);
-    }
-    return p;
+    return id.permissions.includes('kura.admin') || id.permissions.includes(`rest.${role}`);
   }
 
   /** The identity named by the verified client certificate of this request, if any. */
@@ -383,7 +372,6 @@ export class AuthLayer {
 }
 
 const CUSTOM_PROVIDER_TIMEOUT_MS = 5000;
-
 
 /** The request as providers see it (the `AuthRequest` contract of provider.ts), built once per request. */
 class HttpAuthRequest implements AuthRequest {
