@@ -6,10 +6,13 @@ PREFIX  ?= /usr
 DESTDIR ?=
 CONFIG  ?= config/dev.json
 TAP_ARGS ?=
+# Test files run at once: twice the cores (the suite waits on daemons, brokers and devices more than
+# it computes); CI may pin it (`make test TAP_JOBS=2`).
+TAP_JOBS ?= $(shell $(NODE) -p 'Math.max(2, require("os").availableParallelism() * 2)')
 
 SOURCES := $(shell find src console -type f) build/build.mjs package.json
 
-.PHONY: all deps test-deps build run test check typecheck clean bench robustness soak install arm-check
+.PHONY: all deps test-deps build run test test-one check typecheck clean bench robustness soak install arm-check
 
 all: build
 
@@ -37,7 +40,14 @@ typecheck: deps
 	npx tsc --noEmit -p console
 
 test: deps test-deps build typecheck
-	npx tap $(TAP_ARGS)
+	npx tap --jobs=$(TAP_JOBS) $(TAP_ARGS)
+
+# One test file, without the typecheck and without tap's runner (README "Developing"):
+# make test-one T=test/api/assets.test.ts
+T ?=
+test-one: deps build
+	@test -n "$(T)" || { echo 'usage: make test-one T=test/<layer>/<name>.test.ts' >&2; exit 64; }
+	$(NODE) --import tsx $(T)
 
 check: test
 

@@ -4,7 +4,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runCli, startDaemon, BUNDLE, ROOT } from '../helpers/daemon.js';
+import { ensureBundle, runCli, startDaemon, ROOT } from '../helpers/daemon.js';
 import { BUNDLE_LIMIT } from '../../build/bundle-limit.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-cli-'));
@@ -97,7 +97,7 @@ t.test('a configuration error at start is logged with its key and the process ex
 t.test('the bundle runs alone, without node_modules', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-alone-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  fs.copyFileSync(BUNDLE, path.join(dir, 'gatewayd.mjs'));
+  fs.copyFileSync(ensureBundle(), path.join(dir, 'gatewayd.mjs'));
   const { spawnSync } = await import('node:child_process');
   const r = spawnSync(process.execPath, [path.join(dir, 'gatewayd.mjs'), '--version'], { cwd: dir, encoding: 'utf8' });
   t.equal(r.status, 0, r.stderr);
@@ -105,7 +105,7 @@ t.test('the bundle runs alone, without node_modules', async (t) => {
 });
 
 t.test('the bundle stays under its limit (build/bundle-limit.mjs)', async (t) => {
-  const size = fs.statSync(BUNDLE).size;
+  const size = fs.statSync(ensureBundle()).size;
   t.ok(size < BUNDLE_LIMIT, `bundle is ${size} bytes, limit ${BUNDLE_LIMIT}`);
 });
 

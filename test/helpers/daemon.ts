@@ -8,16 +8,13 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports.js';
-import { BUNDLE, READY, ROOT, spawnGatewayd, watchLines, writeConfigFile, type LineWatch } from './launch.mjs';
+import { BUNDLE, READY, ROOT, ensureFreshBundle, spawnGatewayd, watchLines, writeConfigFile, type LineWatch } from './launch.mjs';
 
 export { BUNDLE, ROOT };
 
-/** Builds the bundle once per test process when it is missing (make test builds it first). */
+/** Builds the bundle when it is missing or older than its sources (make test builds it first). */
 export function ensureBundle(): string {
-  if (!fs.existsSync(BUNDLE)) {
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'build', 'build.mjs')], { stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('build failed');
-  }
+  ensureFreshBundle();
   return BUNDLE;
 }
 

@@ -11,6 +11,9 @@ export function launcherHeapOptions(file?: string): string;
 export function launcherEnv(file?: string): Record<string, string>;
 export function deviceSettings(file?: string): { flags: string[]; env: Record<string, string> };
 export function writeConfigFile(dir: string, config: unknown): string;
+export function newestMtime(root: string, paths?: string[]): number;
+export function bundleIsStale(root?: string, bundle?: string): boolean;
+export function ensureFreshBundle(opts?: { root?: string; build?: string[]; timeoutMs?: number }): boolean;
 
 export interface Exit {
   code: number | null;

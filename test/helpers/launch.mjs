@@ -3,7 +3,7 @@
 // log lines and wait for its ready line through this file. Plain JavaScript so that robust/ (run by
 // node directly) can import it as well as the TypeScript harnesses (types in launch.d.mts).
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,6 +68,72 @@ export function deviceSettings(file = LAUNCHER) {
   return { flags: launcherNodeFlags(file) ?? [], env: launcherEnv(file) };
 }
 
+// What the bundle is built from (the Makefile's SOURCES): a file here newer than the bundle makes it stale.
+const BUILD_INPUTS = ['src', 'console', path.join('build', 'build.mjs'), path.join('build', 'mqtt311.mjs'), path.join('build', 'shims'), 'package.json', 'package-lock.json'];
+
+/** The newest modification time (ms) of the files under `paths` (relative to `root`); 0 for none. */
+export function newestMtime(root, paths = BUILD_INPUTS) {
+  let newest = 0;
+  const visit = (p) => {
+    let st;
+    try {
+      st = fs.statSync(p);
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) for (const e of fs.readdirSync(p)) visit(path.join(p, e));
+    else newest = Math.max(newest, st.mtimeMs);
+  };
+  for (const p of paths) visit(path.join(root, p));
+  return newest;
+}
+
+/** True when the bundle is missing or older than a file it is built from. */
+export function bundleIsStale(root = ROOT, bundle = path.join(root, 'dist', 'gatewayd.js')) {
+  let built;
+  try {
+    built = fs.statSync(bundle).mtimeMs;
+  } catch {
+    return true;
+  }
+  return newestMtime(root) > built;
+}
+
+/**
+ * Builds the bundle when it is missing or stale, so a test never runs yesterday's daemon against
+ * today's sources (`make test` builds first; a single file run with `node --import tsx` may not
+ * have). Test files run in parallel: one builds under a lock folder while the others wait for it,
+ * then look again. `build` is the command (for this helper's own test).
+ */
+export function ensureFreshBundle({ root = ROOT, build = [process.execPath, path.join(root, 'build', 'build.mjs')], timeoutMs = 120_000 } = {}) {
+  if (!bundleIsStale(root)) return false;
+  const lock = path.join(root, 'dist', '.build-lock');
+  fs.mkdirSync(path.dirname(lock), { recursive: true });
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+      // A lock left by a build that was killed: older than any build takes.
+      try {
+        if (Date.now() - fs.statSync(lock).mtimeMs > timeoutMs) fs.rmSync(lock, { recursive: true, force: true });
+      } catch {}
+      if (Date.now() > until) throw new Error(`waited ${timeoutMs} ms for ${lock}`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    }
+  }
+  try {
+    if (!bundleIsStale(root)) return false; // built by another test file while this one waited
+    const r = spawnSync(build[0], build.slice(1), { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0) throw new Error(`bundle build failed (${build.join(' ')}: exit ${r.status ?? r.signal})`);
+    return true;
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
 /** Writes `config` as `<dir>/gatewayd.json` and returns the file's path. */
 export function writeConfigFile(dir, config) {
   const file = path.join(dir, 'gatewayd.json');
@@ -129,7 +195,7 @@ export function watchLines(proc, { keep = 'all', onLine } = {}) {
  * memory this way). `command` replaces `node [flags] BUNDLE` (e.g. an installed launcher script).
  */
 export function spawnGatewayd({ configFile, cwd, args = [], env = {}, device = false, command, keep, onLine }) {
-  if (!command && !fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run node build/build.mjs (make build) first`);
+  if (!command) ensureFreshBundle();
   const dev = device ? deviceSettings() : { flags: [], env: {} };
   const argv = command ?? [process.execPath, ...dev.flags, BUNDLE];
   const spawnedAt = process.hrtime.bigint();
