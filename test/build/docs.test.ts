@@ -110,3 +110,22 @@ t.test('docs/configuration.md and docs/drivers.md name every key the daemon acce
     for (const key of [...f.instanceKeys, ...f.channelKeys]) t.ok(drivers.includes(`| \`${key}\` |`), `drivers.md documents ${name} property ${key}`);
   }
 });
+
+t.test('no planning placeholder is left in the documentation', async (t) => {
+  for (const file of files) {
+    read(file).split('\n').forEach((line, i) => {
+      // An HTML comment renders as nothing: in these files it was only ever a note of work to do.
+      if (line.includes('<!--')) t.fail(`${file}:${i + 1}: an HTML comment (placeholder): ${line.trim()}`);
+      if (/\bgo(es)? here\b|\bTODO\b|\bTBD\b/.test(line)) t.fail(`${file}:${i + 1}: a placeholder: ${line.trim()}`);
+    });
+  }
+  t.pass('checked');
+});
+
+t.test('docs/README.md lists every document in docs/', async (t) => {
+  const index = read('docs/README.md');
+  const listed = new Set([...index.matchAll(/\]\(([\w.-]+\.md)(#[^)]*)?\)/g)].map((m) => m[1]));
+  const docs = fs.readdirSync(docsDir).filter((f) => f.endsWith('.md') && f !== 'README.md');
+  t.ok(docs.length >= 9, `${docs.length} documents in docs/`);
+  for (const f of docs) t.ok(listed.has(f), `docs/README.md links ${f}`);
+});
