@@ -83,3 +83,15 @@ export const fmtDuration = (ms: number): string => {
 };
 
 export const fmtTime = (t: number | string | undefined): string => (t === undefined ? '—' : new Date(t).toLocaleString());
+
+/**
+ * A FLOAT or DOUBLE reading as a technician reads it: six significant digits, but the whole part is
+ * never rounded away (`-23.726753928870977` → `-23.7268`, `1234567.891` → `1234568`). The exact
+ * value is shown in the cell's title and is in the REST answer.
+ */
+export const fmtReading = (v: number): string => {
+  if (!Number.isFinite(v) || Number.isInteger(v)) return String(v);
+  const abs = Math.abs(v);
+  const whole = abs < 1 ? 0 : Math.floor(Math.log10(abs)) + 1;
+  return String(Number(abs < 1 ? v.toPrecision(6) : v.toFixed(Math.max(0, 6 - whole))));
+};

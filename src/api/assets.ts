@@ -62,8 +62,9 @@ export interface WriteItem {
 
 /**
  * POST _write body → typed values. Any entry without name, type or value, or with a type that is
- * not an exact DataType name, is Kura's 400 hint. A value that its type cannot parse is 400 naming
- * the value, type and channel (COMPATIBILITY.md "Assets"; Kura answers 500), and then nothing is written.
+ * not an exact DataType name, is Kura's 400 hint. The value's text is parsed by the parse ASSET-V1
+ * uses too (docs/architecture.md "Asset values: one conversion"); one it refuses is 400 naming the
+ * value, type and channel (COMPATIBILITY.md "Assets"; Kura answers 500), and then nothing is written.
  */
 export function parseWriteRequest(body: { [key: string]: ExactJson }): WriteItem[] {
   const list = body.channels;

@@ -152,13 +152,24 @@ export function valueText(v: TypedValue): string {
   }
 }
 
-// Double.parseDouble after trimming: decimal with optional exponent and f/F/d/D suffix, NaN, Infinity.
-const JAVA_DECIMAL = /^[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)$/;
+// Double.parseDouble's decimal syntax after trimming: optional exponent and f/F/d/D suffix. Java's
+// "NaN", "Infinity" and hexadecimal floating literals are left out on purpose: a written FLOAT or
+// DOUBLE is a finite decimal number (docs/rest-api.md "Writing values").
+const JAVA_DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?$/;
 
 // Java's parseInt/parseLong syntax; leading zeros are allowed, but no more than 19 significant
 // digits are looked at (so a megabyte of digits never reaches BigInt).
 function integerText(text: string): boolean {
   return /^[+-]?\d+$/.test(text) && text.replace(/^[+-]?0*/, '').length <= 19;
+}
+
+// A BOOLEAN is written as true or false in any letter case, or as 1 or 0; anything else is refused
+// rather than read as false (Boolean.parseBoolean would turn "on" or "yes" into false and switch an
+// output off). The length check keeps a long text from being lower-cased.
+function booleanOf(text: string): boolean | undefined {
+  if (text.length > 5) return undefined;
+  const s = text.toLowerCase();
+  return s === 'true' || s === '1' ? true : s === 'false' || s === '0' ? false : undefined;
 }
 
 /** Request text quoted in a message, cut short: an error must not echo a megabyte back. */
@@ -172,17 +183,22 @@ export function notConvertible(text: string, type: ValueType): string {
 }
 
 /**
- * Parses text as Kura's TypedValues.parseTypedValue does: Integer.parseInt,
- * Long.parseLong (exact, via BigInt), Float/Double.parseDouble, Boolean.parseBoolean (anything but
- * a case-insensitive "true" is false, never an error), the strict Base64 decoder. Returns the value
- * or Kura's error message. NaN and infinities are refused unless `allowNonFinite`: the REST API
- * could not echo them as JSON numbers.
+ * The one parse of a written value's text, for every front end (REST `_write`, ASSET-V1
+ * EXEC/write, a STRING written to a channel of another type): Kura's TypedValues.parseTypedValue
+ * with Java's parsers (Integer.parseInt, Long.parseLong exact via BigInt, Float/Double.parseDouble,
+ * the strict Base64 decoder) and these refusals on top (docs/rest-api.md "Writing values"): a
+ * BOOLEAN is true/false in any case or 1/0, never "anything else is false"; a FLOAT or DOUBLE must
+ * be finite, so NaN, Infinity and text that overflows the type (`1e999`, `3.5e38` for FLOAT) are
+ * refused rather than written as an infinity; hexadecimal is no number. Returns the value or Kura's
+ * error message.
  */
-export function parseValueText(type: ValueType, text: string, allowNonFinite = false): TypedValue | string {
+export function parseValueText(type: ValueType, text: string): TypedValue | string {
   const fail = notConvertible(text, type);
   switch (type) {
-    case 'BOOLEAN':
-      return { type, value: text.toLowerCase() === 'true' };
+    case 'BOOLEAN': {
+      const b = booleanOf(text);
+      return b === undefined ? fail : { type, value: b };
+    }
     case 'INTEGER': {
       if (!integerText(text)) return fail;
       const n = BigInt(text);
@@ -199,9 +215,10 @@ export function parseValueText(type: ValueType, text: string, allowNonFinite = f
       const s = text.replace(/^[\u0000-\u0020]+|[\u0000-\u0020]+$/g, '');
       if (!JAVA_DECIMAL.test(s)) return fail;
       const d = Number(s.replace(/[fFdD]$/, ''));
+      // Rounded to the type as Java rounds (Float.MAX_VALUE's text "3.4028235E38" is the largest
+      // float); only a result that rounds to an infinity is an overflow.
       const v = type === 'FLOAT' ? toFloat32(d) : d;
-      if (!allowNonFinite && !Number.isFinite(v)) return fail;
-      return { type, value: v };
+      return Number.isFinite(v) ? { type, value: v } : fail;
     }
     case 'STRING':
       return { type, value: text };
@@ -245,7 +262,9 @@ export function convertValue(v: TypedValue, target: ValueType): TypedValue | str
         ? { type: target, value: big }
         : `${valueText(v)} does not fit a ${target} channel`;
     case 'FLOAT':
-      return Math.abs(num) <= FLOAT_MAX || !Number.isFinite(num)
+      // As the FLOAT text parse: a finite value fits when its float32 rounding is finite (a read's
+      // NaN or infinity passes through as it is).
+      return Number.isFinite(toFloat32(num)) || !Number.isFinite(num)
         ? { type: target, value: toFloat32(num) }
         : `${valueText(v)} does not fit a ${target} channel`;
     case 'DOUBLE':

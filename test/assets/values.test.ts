@@ -58,7 +58,12 @@ t.test("Kura's text parsing (TypedValues.parseTypedValue)", async (t) => {
     ['FLOAT', '1e39', 'error: 1e39 cannot be converted into a TypedValue of type FLOAT'],
     ['BOOLEAN', 'true', 'BOOLEAN:true'],
     ['BOOLEAN', 'TRUE', 'BOOLEAN:true'],
-    ['BOOLEAN', 'yes', 'BOOLEAN:false'],
+    ['BOOLEAN', 'false', 'BOOLEAN:false'],
+    ['BOOLEAN', '1', 'BOOLEAN:true'],
+    ['BOOLEAN', '0', 'BOOLEAN:false'],
+    ['BOOLEAN', 'yes', 'error: yes cannot be converted into a TypedValue of type BOOLEAN'],
+    ['BOOLEAN', 'on', 'error: on cannot be converted into a TypedValue of type BOOLEAN'],
+    ['BOOLEAN', '', 'error:  cannot be converted into a TypedValue of type BOOLEAN'],
     ['STRING', 'val', 'STRING:"val"'],
     ['BYTE_ARRAY', 'AQID', 'BYTE_ARRAY:0x010203'],
     ['BYTE_ARRAY', 'AQI', 'BYTE_ARRAY:0x0102'],
@@ -68,7 +73,7 @@ t.test("Kura's text parsing (TypedValues.parseTypedValue)", async (t) => {
     ['BYTE_ARRAY', 'AQ-_', 'error: AQ-_ cannot be converted into a TypedValue of type BYTE_ARRAY'],
   ];
   for (const [type, text, want] of rows) t.equal(show(parseValueText(type, text)), want, `${type} ${JSON.stringify(text)}`);
-  t.equal(show(parseValueText('DOUBLE', 'Infinity', true)), 'DOUBLE:null', 'non-finite on request (JSON shows null)');
+  t.equal(show(parseValueText('DOUBLE', 'Infinity')), 'error: Infinity cannot be converted into a TypedValue of type DOUBLE', 'an infinity is no written value');
 });
 
 t.test('REST JSON text of values (Gson with Java number text)', async (t) => {
@@ -141,6 +146,11 @@ t.test('write conversions to the channel type are exact or fail', async (t) => {
     [{ type: 'DOUBLE', value: 1e7 }, 'STRING', 'STRING:"1.0E7"'],
     [{ type: 'BYTE_ARRAY', value: Buffer.from([1]) }, 'INTEGER', 'error: a BYTE_ARRAY value cannot be written to a INTEGER channel'],
     [{ type: 'DOUBLE', value: 1e300 }, 'FLOAT', 'error: 1.0E300 does not fit a FLOAT channel'],
+    // A DOUBLE fits a FLOAT channel when its float32 rounding is finite, as FLOAT text does.
+    [{ type: 'DOUBLE', value: 3.4028235e38 }, 'FLOAT', `FLOAT:${3.4028234663852886e38}`],
+    [{ type: 'DOUBLE', value: 3.5e38 }, 'FLOAT', 'error: 3.5E38 does not fit a FLOAT channel'],
+    [{ type: 'STRING', value: '1' }, 'BOOLEAN', 'BOOLEAN:true'],
+    [{ type: 'STRING', value: 'yes' }, 'BOOLEAN', 'error: yes cannot be converted into a TypedValue of type BOOLEAN'],
   ];
   for (const [v, target, want] of rows) t.equal(show(convertValue(v, target)), want, `${show(v)} → ${target}`);
 });

@@ -1,140 +1,164 @@
-// One conversion: a value written to a channel of another type is converted once, by the asset
-// runtime, whatever the front end. The same write over REST `_write` and over ASSET-V1 EXEC/write in
-// every encoding (KuraPayload protobuf, the same gzipped, simple-json, bare JSON) writes the same
-// value and gives the same reply (what was written, in the channel's type, on success; the same
-// message on failure). Real HTTP server, real Mosquitto, simulator memory channels.
+// One conversion (docs/architecture.md "Asset values: one conversion"; docs/rest-api.md "Writing values";
+// docs/mqtt.md "ASSET-V1"): the same write over REST `_write` (the value as a JSON string, and as
+// a JSON number or boolean where it is one) and over ASSET-V1 EXEC/write in every request encoding
+// (bare JSON, simple-json, KuraPayload protobuf, the same gzipped) is accepted or refused alike,
+// writes the same value and reports it alike: what was written, in the channel's type, on success;
+// the same message when the value is refused (the whole request, nothing written) or when that
+// channel fails. The real daemon, three of them (one per `payload.encoding`), behind a real Mosquitto.
 
-import t from 'tap';
-import fs from 'node:fs';
+import t, { type Test } from 'tap';
 import zlib from 'node:zlib';
-import { HttpServer } from '../../src/http/server.js';
-import { assetsFamily } from '../../src/api/assets.js';
-import { mountRest } from '../../src/core/rest.js';
-import { valueText } from '../../src/assets/values.js';
-import { silentLogger } from '../../src/log.js';
-import { encodeKuraPayload } from '../../src/mqtt/kura-payload.js';
-import { request } from '../helpers/daemon.js';
+import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import { basic, type Client } from '../helpers/session-client.js';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
-import { channel, makeRuntime, makeService, mqttConfig, Requester, until, type Reply } from '../helpers/mqtt-fixture.js';
+import { Requester, type Reply } from '../helpers/mqtt-fixture.js';
+import { encodeKuraPayload } from '../../src/mqtt/kura-payload.js';
+import { CHANNELS, WRITE_CASES, type ChannelName, type WriteCase } from './write-cases.js';
 
-const mem = { simulation: 'memory' };
-const CASES: { type: string; value: string; channel: string; written?: string; error?: RegExp }[] = [
-  { type: 'INTEGER', value: '5', channel: 'flag', written: 'true' },
-  { type: 'INTEGER', value: '0', channel: 'flag', written: 'false' },
-  { type: 'DOUBLE', value: '2.0', channel: 'n', written: '2' },
-  { type: 'DOUBLE', value: '2.5', channel: 'n', error: /^2\.5 does not fit a INTEGER channel$/ },
-  { type: 'STRING', value: '7', channel: 'n', written: '7' },
-  { type: 'STRING', value: 'seven', channel: 'n', error: /^seven cannot be converted into a TypedValue of type INTEGER$/ },
-  { type: 'BOOLEAN', value: 'true', channel: 'x', written: '1.0' },
-  { type: 'LONG', value: '9007199254740993', channel: 'l', written: '9007199254740993' },
-  { type: 'LONG', value: '9007199254740993', channel: 'n', error: /does not fit a INTEGER channel/ },
-  { type: 'INTEGER', value: '-3', channel: 's', written: '-3' },
-  { type: 'INTEGER', value: '12', channel: 'x', written: '12.0' },
-];
+const ENCODINGS = ['json', 'simple-json', 'kura-protobuf'] as const;
+type Encoding = (typeof ENCODINGS)[number];
+const FRONTS = ['rest', 'rest-literal', 'json', 'simple-json', 'kura-protobuf', 'kura-protobuf-gzip'] as const;
+type Front = (typeof FRONTS)[number];
+const ASSET = 'plant';
+const PASSWORD = 'Op-pass-123';
 
-t.test('the same write over REST and ASSET-V1 in every encoding', mosquittoSkip(), async (t) => {
-  const { runtime, dataDir } = makeRuntime([
-    {
-      pid: 'plant',
-      driverPid: 'sim',
-      description: '',
-      pollInterval: 0,
-      publishMaxInterval: 0,
-      channels: [
-        channel('flag', 'BOOLEAN', 'READ_WRITE', mem),
-        channel('n', 'INTEGER', 'READ_WRITE', mem),
-        channel('x', 'DOUBLE', 'READ_WRITE', mem),
-        channel('l', 'LONG', 'READ_WRITE', mem),
-        channel('s', 'STRING', 'READ_WRITE', mem),
-      ],
-    },
-  ]);
-  const http = new HttpServer(silentLogger);
-  mountRest(http, assetsFamily(runtime), { permissionsOf: () => [] });
-  await http.listen([{ port: 0, kind: 'http' }], '127.0.0.1');
-  const ports = { http: http.listeners().map((l) => l.port), https: [], clientAuth: [] };
+/** Values a REST client may also send as a JSON number or boolean literal (Gson keeps their text). */
+const isJsonLiteral = (v: string) => v === 'true' || v === 'false' || /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(v);
+
+/** A value other than the case's expected one, written first so that any write shows, and how it reads back. */
+function sentinel(c: WriteCase): { text: string; reads: string } {
+  const written = 'written' in c.outcome ? c.outcome.written : undefined;
+  const flag = written === 'true' ? 'false' : 'true';
+  const base: Record<ChannelName, [string, string]> = { flag: [flag, flag], n: ['99', '99'], l: ['99', '99'], f: ['99', '99.0'], x: ['99', '99.0'], s: ['zz', 'zz'], b: ['enp6', 'enp6'] };
+  const [text, reads] = base[c.channel];
+  return { text, reads };
+}
+
+// The fronts that reach each daemon: run one after the other on it, the three daemons at once.
+const GROUPS: Front[][] = [['rest', 'rest-literal', 'json'], ['simple-json'], ['kura-protobuf', 'kura-protobuf-gzip']];
+
+t.test('the same write over REST and ASSET-V1 in every encoding, through the daemon', { ...mosquittoSkip(), timeout: 240_000 }, async (t) => {
   const broker = await startMosquitto();
-  const services = await Promise.all(
-    [['pb', 'kura-protobuf'], ['sj', 'simple-json'], ['bare', 'json']].map(async ([id, encoding]) => {
-      const svc = makeService(runtime, dataDir, mqttConfig({ 'broker-url': broker.url, 'topic.context.account-name': 'acct', 'client-id': id, 'payload.encoding': encoding }));
-      await svc.start();
-      await until(() => svc.isConnected, 5000, `${id} connect`);
-      return svc;
+  t.teardown(() => broker.close());
+  const channels = Object.fromEntries(Object.entries(CHANNELS).map(([name, vt]) => [name, { type: 'READ_WRITE', 'value.type': vt, simulation: 'memory' }]));
+  const daemons = {} as Record<Encoding, { d: Daemon; rest: Client }>;
+  await Promise.all(
+    ENCODINGS.map(async (encoding) => {
+      const d = await startDaemon(t, {
+        identities: { op: { password: PASSWORD, permissions: ['rest.assets'] } },
+        drivers: { sim: { factory: 'simulator' } },
+        assets: { [ASSET]: { 'driver.pid': 'sim', channels } },
+        mqtt: { enabled: true, 'broker-url': broker.url, 'client-id': `gw-${encoding}`, 'topic.context.account-name': 'acct', 'payload.encoding': encoding },
+      });
+      daemons[encoding] = { d, rest: basic(d, 'op', PASSWORD) };
     }),
   );
-  await new Promise((r) => setTimeout(r, 200));
   const req = new Requester(broker.url, 'Q');
   await req.start();
-  t.teardown(async () => {
-    await req.end();
-    for (const s of services) await s.stop();
-    await runtime.close();
-    await http.close(0);
-    await broker.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  t.teardown(() => req.end());
 
-  /** What a front end reports: `ok <type> <value text>` or `error <message>`. */
-  type Outcome = string;
-  const viaRest = async (c: (typeof CASES)[number]): Promise<Outcome> => {
-    const r = await request(ports, '/services/assets/plant/_write', { method: 'POST', body: { channels: [{ name: c.channel, type: c.type, value: c.value }] } });
-    t.equal(r.status, 200, `REST ${c.type} ${c.value}`);
+  const mqttSend = (front: Exclude<Front, 'rest' | 'rest-literal'>, body: string, wait: number): Promise<Reply | undefined> => {
+    if (front === 'json') return req.json('gw-json', 'EXEC/write', body, wait);
+    if (front === 'simple-json') return req.kura('gw-simple-json', 'EXEC/write', body, { encoding: 'simple-json', wait });
+    if (front === 'kura-protobuf') return req.kura('gw-kura-protobuf', 'EXEC/write', body, { wait });
+    const requestId = req.nextId();
+    const metrics = [
+      { name: 'request.id', type: 'STRING' as const, value: requestId },
+      { name: 'requester.client.id', type: 'STRING' as const, value: 'Q' },
+    ];
+    return req.kura('gw-kura-protobuf', 'EXEC/write', undefined, { requestId, wait, raw: zlib.gzipSync(encodeKuraPayload({ metrics, body: Buffer.from(body) })) });
+  };
+  const daemonOf = (front: Front) => daemons[front === 'rest' || front === 'rest-literal' ? 'json' : front === 'kura-protobuf-gzip' ? 'kura-protobuf' : front];
+
+  // Each daemon subscribes to its requests once connected: ask until every one answers.
+  for (const front of ['json', 'simple-json', 'kura-protobuf'] as const) {
+    let reply: Reply | undefined;
+    for (let i = 0; i < 30 && !reply; i++) reply = await mqttSend(front, '[]', 1000);
+    t.equal(reply?.code, 200, `${front}: the daemon answers ASSET-V1`);
+    if (!reply) return;
+  }
+
+  /** The value text a channel reads back over REST (Java's text; strings and base64 unquoted). */
+  const readBack = async (front: Front, ch: ChannelName): Promise<string> => {
+    const r = await daemonOf(front).rest.request(`/services/assets/${ASSET}/_read`, { method: 'POST', body: { channels: [ch] } });
+    const m = /"value":("(?:[^"\\]|\\.)*"|[^,}]+)/.exec(r.body);
+    return m ? (m[1]!.startsWith('"') ? JSON.parse(m[1]!) : m[1]!) : `(no value: ${r.body})`;
+  };
+  const put = async (front: Front, ch: ChannelName, text: string) => {
+    const r = await daemonOf(front).rest.request(`/services/assets/${ASSET}/_write`, { method: 'POST', body: { channels: [{ name: ch, type: 'STRING', value: text }] } });
+    if (r.status !== 200 || r.json()[0].channelStatus.channelFlag !== 'SUCCESS') throw new Error(`setting ${ch} to ${text}: ${r.body}`);
+  };
+
+  /** What a front end answered: `written <TYPE> <text>`, `fails <message>` or `refused <message>`. */
+  const restOutcome = async (front: 'rest' | 'rest-literal', c: WriteCase, t: Test): Promise<string> => {
+    const value = front === 'rest' ? JSON.stringify(c.value) : c.value;
+    const r = await daemonOf(front).rest.request(`/services/assets/${ASSET}/_write`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"channels":[{"name":"${c.channel}","type":"${c.type}","value":${value}}]}`,
+    });
+    if (r.status === 400) {
+      const suffix = ` (channel ${c.channel})`;
+      t.ok(r.body.endsWith(suffix), `${front}: the 400 names the channel: ${r.body}`);
+      return `refused ${r.body.slice(0, r.body.length - suffix.length)}`;
+    }
+    if (r.status !== 200) return `HTTP ${r.status} ${r.body}`;
     const rec = r.json()[0];
-    if (rec.channelStatus.channelFlag !== 'SUCCESS') return `error ${rec.channelStatus.exceptionMessage}`;
+    if (rec.channelStatus.channelFlag !== 'SUCCESS') return `fails ${rec.channelStatus.exceptionMessage}`;
     // The value's JSON text, exact (a LONG beyond 2^53 must not go through a double here either).
     const text = /"value":("(?:[^"\\]|\\.)*"|[^,}]+)/.exec(r.body)![1]!;
-    return `ok ${rec.valueType} ${text.startsWith('"') ? JSON.parse(text) : text}`;
+    return `written ${rec.valueType} ${text.startsWith('"') ? JSON.parse(text) : text}`;
   };
-  const viaMqtt = async (c: (typeof CASES)[number], how: 'protobuf' | 'gzip' | 'simple-json' | 'json'): Promise<Outcome> => {
-    const body = JSON.stringify([{ name: 'plant', channels: [{ name: c.channel, type: c.type, value: c.value }] }]);
-    let r: Reply | undefined;
-    if (how === 'json') r = await req.json('bare', 'EXEC/write', body);
-    else if (how === 'simple-json') r = await req.kura('sj', 'EXEC/write', body, { encoding: 'simple-json' });
-    else if (how === 'protobuf') r = await req.kura('pb', 'EXEC/write', body);
-    else {
-      const rid = req.nextId();
-      const metrics = [
-        { name: 'request.id', type: 'STRING' as const, value: rid },
-        { name: 'requester.client.id', type: 'STRING' as const, value: 'Q' },
-      ];
-      r = await req.kura('pb', 'EXEC/write', undefined, { requestId: rid, raw: zlib.gzipSync(encodeKuraPayload({ metrics, body: Buffer.from(body) })) });
+  const mqttOutcome = async (front: Exclude<Front, 'rest' | 'rest-literal'>, c: WriteCase, t: Test): Promise<string> => {
+    const r = await mqttSend(front, JSON.stringify([{ name: ASSET, channels: [{ name: c.channel, type: c.type, value: c.value }] }]), 5000);
+    if (!r) return 'no reply';
+    if (r.code === 400) {
+      const m = /^Bad request\. ([^]*) \(channel (.*) of asset (.*)\)\.$/.exec(r.message ?? '');
+      t.ok(m && m[2] === c.channel && m[3] === ASSET, `${front}: the 400 names the channel and asset: ${r.message}`);
+      return `refused ${m ? m[1] : r.message}`;
     }
-    t.equal(r?.code, 200, `${how} ${c.type} ${c.value}`);
-    const entry = JSON.parse(r!.body!)[0].channels[0];
-    return entry.error !== undefined ? `error ${entry.error}` : `ok ${entry.type} ${entry.value}`;
-  };
-  const written = async (ch: string): Promise<string> => {
-    const [rec] = await runtime.read('plant', [ch]);
-    return rec!.value ? valueText(rec!.value) : `(${rec!.error})`;
-  };
-  const reset = async (ch: string) => {
-    const cfg = runtime.get('plant')!.channels.find((c) => c.name === ch)!;
-    const zero = { BOOLEAN: 'false', INTEGER: '99', DOUBLE: '99', LONG: '99', STRING: 'zz' }[cfg.valueType as 'INTEGER'];
-    await runtime.write('plant', [{ name: ch, value: { type: 'STRING', value: zero } }]);
+    if (r.code !== 200) return `code ${r.code} ${r.message}`;
+    const entry = JSON.parse(r.body!)[0].channels[0];
+    return entry.error !== undefined ? `fails ${entry.error}` : `written ${entry.type} ${entry.value}`;
   };
 
-  for (const c of CASES) {
-    t.test(`${c.type} ${c.value} to channel ${c.channel}`, async (t) => {
-      const outcomes: Record<string, Outcome> = {};
-      const values: Record<string, string> = {};
-      for (const front of ['rest', 'protobuf', 'gzip', 'simple-json', 'json'] as const) {
-        await reset(c.channel);
-        const before = await written(c.channel);
-        outcomes[front] = front === 'rest' ? await viaRest(c) : await viaMqtt(c, front);
-        values[front] = await written(c.channel);
-        if (c.error) t.equal(values[front], before, `${front}: nothing written`);
-      }
-      if (c.written !== undefined) {
-        t.same(new Set(Object.values(values)), new Set([c.written]), `every front end wrote ${c.written}`);
-        // The reply reports what was written: the converted value, in the channel's type.
-        const type = { flag: 'BOOLEAN', n: 'INTEGER', x: 'DOUBLE', l: 'LONG', s: 'STRING' }[c.channel];
-        t.same(new Set(Object.values(outcomes)), new Set([`ok ${type} ${c.written}`]), `every reply reports what was written: ${type} ${c.written}`);
-      } else {
-        const texts = new Set(Object.values(outcomes));
-        t.equal(texts.size, 1, `one failure message for all: ${[...texts].join(' | ')}`);
-        t.match([...texts][0], /^error /);
-        t.match([...texts][0]!.slice(6), c.error!);
+  for (const c of WRITE_CASES) {
+    t.test(`${c.type} ${JSON.stringify(c.value)} to ${CHANNELS[c.channel]} channel ${c.channel}`, async (t) => {
+      const fronts = FRONTS.filter((f) => f !== 'rest-literal' || isJsonLiteral(c.value));
+      const expected =
+        'written' in c.outcome ? `written ${CHANNELS[c.channel]} ${c.outcome.written}` : 'refused' in c.outcome ? `refused ${c.outcome.refused}` : `fails ${c.outcome.fails}`;
+      const results = await Promise.all(
+        GROUPS.map(async (group) => {
+          const out: { front: Front; outcome: string; after: string }[] = [];
+          for (const front of group.filter((f) => fronts.includes(f))) {
+            await put(front, c.channel, sentinel(c).text);
+            const outcome = front === 'rest' || front === 'rest-literal' ? await restOutcome(front, c, t) : await mqttOutcome(front, c, t);
+            out.push({ front, outcome, after: await readBack(front, c.channel) });
+          }
+          return out;
+        }),
+      );
+      for (const { front, outcome, after } of results.flat()) {
+        t.equal(outcome, expected, `${front}: ${expected}`);
+        if ('written' in c.outcome) t.equal(after, c.outcome.written, `${front}: ${c.outcome.written} was written`);
+        else t.equal(after, sentinel(c).reads, `${front}: nothing written`);
       }
     });
   }
+
+  t.test('one refused value refuses the whole request: the valid one is not written either', async (t) => {
+    for (const front of FRONTS.filter((f) => f !== 'rest-literal')) {
+      await put(front, 'n', '5');
+      await put(front, 'flag', 'true');
+      const items = [{ name: 'n', type: 'INTEGER', value: '6' }, { name: 'flag', type: 'BOOLEAN', value: 'on' }];
+      if (front === 'rest') {
+        const r = await daemonOf(front).rest.request(`/services/assets/${ASSET}/_write`, { method: 'POST', body: { channels: items } });
+        t.same([r.status, r.body], [400, 'on cannot be converted into a TypedValue of type BOOLEAN (channel flag)'], 'REST: 400 naming the value, type and channel');
+      } else {
+        const r = await mqttSend(front, JSON.stringify([{ name: ASSET, channels: items }]), 5000);
+        t.same([r?.code, r?.message], [400, `Bad request. on cannot be converted into a TypedValue of type BOOLEAN (channel flag of asset ${ASSET}).`], `${front}: the request's error`);
+      }
+      t.same([await readBack(front, 'n'), await readBack(front, 'flag')], ['5', 'true'], `${front}: nothing written`);
+    }
+  });
 });

@@ -1,8 +1,11 @@
-// ASSET-V1 value text: Java's toString forms out, Java's parsers in (docs/mqtt.md "ASSET-V1"), as tables.
+// ASSET-V1 value text: Java's toString forms out, Java's parsers in with the refusals every front end
+// shares (docs/mqtt.md "ASSET-V1", docs/rest-api.md "Writing values"), as tables.
 
 import t from 'tap';
 import { javaDoubleText, javaFloatText, parseValueText, parseValueType, valueText } from '../../src/mqtt/asset-v1/value-text.js';
 import type { TypedValue, ValueType } from '../../src/assets/types.js';
+import { convertValue } from '../../src/assets/values.js';
+import { CHANNELS, WRITE_CASES } from '../assets/write-cases.js';
 
 t.test('Double.toString', async (t) => {
   const table: [number, string][] = [
@@ -65,13 +68,12 @@ t.test('parseValueText: Java parsers', async (t) => {
     ['DOUBLE', '.5', 0.5],
     ['DOUBLE', '5.', 5],
     ['DOUBLE', '1.5d', 1.5],
-    ['DOUBLE', 'NaN', NaN],
-    ['DOUBLE', '-Infinity', -Infinity],
     ['FLOAT', '0.1', Math.fround(0.1)],
     ['FLOAT', '2f', 2],
     ['BOOLEAN', 'TRUE', true],
-    ['BOOLEAN', 'yes', false],
-    ['BOOLEAN', '', false],
+    ['BOOLEAN', 'false', false],
+    ['BOOLEAN', '1', true],
+    ['BOOLEAN', '0', false],
     ['STRING', '', ''],
     ['BYTE_ARRAY', 'AQID', Buffer.from([1, 2, 3])],
     ['BYTE_ARRAY', 'AQI', Buffer.from([1, 2])],
@@ -95,6 +97,13 @@ t.test('parseValueText: Java parsers', async (t) => {
     ['DOUBLE', '1e'],
     ['DOUBLE', ''],
     ['FLOAT', '1,5'],
+    ['DOUBLE', 'NaN'],
+    ['DOUBLE', '-Infinity'],
+    ['DOUBLE', '1e999'],
+    ['FLOAT', '3.5e38'],
+    ['DOUBLE', '0x1p3'],
+    ['BOOLEAN', 'yes'],
+    ['BOOLEAN', ''],
     ['BYTE_ARRAY', 'A'],
     ['BYTE_ARRAY', 'AQ=D'],
     ['BYTE_ARRAY', 'AQ I'],
@@ -103,6 +112,26 @@ t.test('parseValueText: Java parsers', async (t) => {
   ];
   for (const [type, text] of bad) {
     t.equal(parseValueText(type, text), `${text} cannot be converted into a TypedValue of type ${type}`, `${type} ${JSON.stringify(text)} refused`);
+  }
+});
+
+t.test('the write cases every front end shares: parsed as the requested type, converted to the channel', async (t) => {
+  // The same table test/assets/write-conversion.test.ts sends through the daemon; here the parse
+  // and the conversion alone, so a difference shows which of the two decided.
+  for (const c of WRITE_CASES) {
+    const what = `${c.type} ${JSON.stringify(c.value)} to ${c.channel}`;
+    const parsed = parseValueText(c.type, c.value);
+    if ('refused' in c.outcome) {
+      t.equal(parsed, c.outcome.refused, `${what}: refused`);
+      continue;
+    }
+    if (typeof parsed === 'string') {
+      t.fail(`${what}: parses (${parsed})`);
+      continue;
+    }
+    const converted = convertValue(parsed, CHANNELS[c.channel]);
+    if ('fails' in c.outcome) t.equal(converted, c.outcome.fails, `${what}: that channel fails`);
+    else t.equal(typeof converted === 'string' ? converted : valueText(converted), c.outcome.written, `${what}: ${c.outcome.written}`);
   }
 });
 

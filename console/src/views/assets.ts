@@ -1,7 +1,7 @@
 // Assets: the list, then one asset's channels with live values, per-channel errors, and writes.
 
 import { ApiError, get, post, A } from '../api';
-import { every, fmtTime, h, replace } from '../dom';
+import { every, fmtReading, fmtTime, h, replace } from '../dom';
 import { problem, table } from './common';
 
 interface Channel { name: string; type: 'READ' | 'WRITE' | 'READ_WRITE'; valueType: string; unit?: string; isEnabled: boolean }
@@ -31,13 +31,22 @@ export function assetsView(root: HTMLElement, args: string[]): (() => void) | vo
   );
 }
 
-/** An input that fits the channel's value type; `read()` gives the JSON text of the value or throws. */
-function valueInput(c: Channel): { el: HTMLInputElement | HTMLSelectElement; read(): string } {
+/**
+ * An input that fits the channel's value type; `read()` gives the JSON text of the value or throws.
+ * `chosen()`, where present, says whether a value has been chosen: Write waits for it.
+ */
+function valueInput(c: Channel): { el: HTMLInputElement | HTMLSelectElement; read(): string; chosen?(): boolean } {
   const label = `New value for ${c.name}`;
   switch (c.valueType) {
     case 'BOOLEAN': {
-      const el = h('select', { 'aria-label': label }, h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'));
-      return { el, read: () => el.value };
+      // Nothing is preselected: a preset value would be written by a Write pressed to confirm,
+      // switching an output the technician only meant to look at.
+      const el = h('select', { 'aria-label': label },
+        h('option', { value: '', selected: true }, 'choose…'), h('option', { value: 'true' }, 'true'), h('option', { value: 'false' }, 'false'));
+      return { el, chosen: () => el.value !== '', read: () => {
+        if (el.value === '') throw new Error(`${c.name}: choose true or false`);
+        return el.value;
+      } };
     }
     case 'INTEGER':
     case 'LONG': {
@@ -71,17 +80,19 @@ function assetView(root: HTMLElement, pid: string): (() => void) | void {
   let stopped = false;
   get<Channel[]>(base).then((channels) => {
     if (stopped) return;
-    const cells = new Map<string, { value: HTMLElement; time: HTMLElement }>();
+    const cells = new Map<string, { value: HTMLElement; time: HTMLElement; decimal: boolean }>();
     const status = h('p', { class: 'muted', role: 'status' });
     const poll = h('div', { class: 'muted', 'aria-label': 'Poll status' });
     const rows = channels.map((c) => {
       const value = h('td', { class: 'value' }, c.type === 'WRITE' ? 'write only' : '…');
       const time = h('td', null, '—');
-      cells.set(c.name, { value, time });
+      cells.set(c.name, { value, time, decimal: c.valueType === 'FLOAT' || c.valueType === 'DOUBLE' });
       let write: HTMLElement = h('span', { class: 'muted' }, c.type === 'READ' ? 'read only' : 'disabled');
       if (c.type !== 'READ' && c.isEnabled) {
         const input = valueInput(c);
         const result = h('span', { class: 'result', role: 'status' });
+        const button = h('button', { type: 'submit', disabled: input.chosen ? !input.chosen() : false }, 'Write');
+        if (input.chosen) input.el.addEventListener('change', () => (button.disabled = !input.chosen!()));
         write = h('form', {
           class: 'inline',
           onsubmit: async (ev: Event) => {
@@ -99,7 +110,7 @@ function assetView(root: HTMLElement, pid: string): (() => void) | void {
               result.textContent = (e as Error).message;
             }
           },
-        }, input.el, h('button', { type: 'submit' }, 'Write'), result);
+        }, input.el, button, result);
       }
       return h('tr', null, h('th', { scope: 'row' }, c.name, c.isEnabled ? null : h('small', null, ' (disabled)')), h('td', null, c.type), h('td', null, c.valueType),
         value, h('td', null, c.unit ?? ''), time, h('td', null, write));
@@ -115,7 +126,10 @@ function assetView(root: HTMLElement, pid: string): (() => void) | void {
           if (!cell) continue;
           const ok = r.channelStatus.channelFlag === 'SUCCESS';
           cell.value.className = ok ? 'value' : 'value error';
-          cell.value.textContent = ok ? String(r.value) : `Error: ${r.channelStatus.exceptionMessage ?? 'unknown'}`;
+          const rounded = ok && cell.decimal && typeof r.value === 'number';
+          cell.value.textContent = !ok ? `Error: ${r.channelStatus.exceptionMessage ?? 'unknown'}` : rounded ? fmtReading(r.value as number) : String(r.value);
+          if (rounded) cell.value.title = String(r.value);
+          else cell.value.removeAttribute('title');
           cell.time.textContent = fmtTime(r.timestamp);
         }
         status.textContent = 'Values refresh every 2 seconds while this page is visible.';

@@ -1,8 +1,10 @@
 // EXEC/write (docs/mqtt.md). The body is required; `type` and `value` must be JSON strings; the
-// type name is case-insensitive. Every value is parsed as its requested type before anything is
-// written: one bad value rejects the whole request with 400 and no channel is touched. Conversion to
-// the channel's type is the asset runtime's, as for REST (one conversion, whatever the front end);
-// a value it cannot convert fails that channel alone.
+// type name is case-insensitive. Every value is parsed as its requested type, by the parse the REST
+// API uses (docs/architecture.md "Asset values: one conversion"), before anything is written: one
+// bad value rejects the whole request with 400 and no channel is touched. Conversion to the
+// channel's type is the asset runtime's, as for REST; a value it cannot convert fails that channel
+// alone. A written channel's entry reports what was written, in Java's text of the value (Kura
+// formats the parsed TypedValue the same way), so REST and ASSET-V1 report the same write alike.
 
 import { AssetNotFoundError, type AssetService, type TypedValue } from '../../assets/types.js';
 import { RequestError } from '../../core/errors.js';
@@ -14,9 +16,6 @@ import { checkChannels, checkElements, isObject } from './limits.js';
 
 export interface WriteItem {
   name: string;
-  /** Echoed in the reply, as Kura echoes the request (docs/mqtt.md). */
-  typeName: string;
-  text: string;
   value: TypedValue;
 }
 
@@ -45,7 +44,7 @@ export function parseWriteBody(json: unknown): WriteRequest[] {
       if (!type) throw new RequestError(400, `Unknown type ${c.type} for channel ${c.name} of asset ${asset}.`);
       const value = parseValueText(type, c.value);
       if (typeof value === 'string') throw new RequestError(400, `${value} (channel ${c.name} of asset ${asset}).`);
-      return { name: c.name, typeName: type, text: c.value, value };
+      return { name: c.name, value };
     });
     return { name: asset, channels };
   });
@@ -60,12 +59,10 @@ async function writeOne(assets: AssetService, req: WriteRequest): Promise<AssetR
     const records = await assets.write(req.name, req.channels.map((c) => ({ name: c.name, value: c.value })));
     entries = req.channels.map((item, i) => {
       const r = records[i];
-      return r && r.status === 'SUCCESS'
-        ? // What was written: the value converted to the channel's type (the request's text when the types agree).
-          r.value === undefined || r.value.type === item.value.type
-          ? { name: item.name, timestamp: stamp(r.timestamp), value: item.text, type: item.typeName }
-          : { name: item.name, timestamp: stamp(r.timestamp), value: valueText(r.value), type: r.value.type }
-        : { name: item.name, timestamp: stamp(r?.timestamp), error: kuraErrorText(r?.error) };
+      if (!r || r.status !== 'SUCCESS') return { name: item.name, timestamp: stamp(r?.timestamp), error: kuraErrorText(r?.error) };
+      // What was written: the value converted to the channel's type.
+      const written = r.value ?? item.value;
+      return { name: item.name, timestamp: stamp(r.timestamp), value: valueText(written), type: written.type };
     });
   } catch (err) {
     if (err instanceof AssetNotFoundError) return { name: req.name, error: 'Asset not found' };
