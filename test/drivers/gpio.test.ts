@@ -107,11 +107,15 @@ t.test("Kura's conversions: level to every type, and every type to a level", asy
     [{ type: 'LONG', value: 1n }, true],
     [{ type: 'DOUBLE', value: 0.5 }, true],
     [{ type: 'STRING', value: 'TRUE' }, true],
-    [{ type: 'STRING', value: 'yes' }, false],
+    [{ type: 'STRING', value: '1' }, true],
+    [{ type: 'STRING', value: 'False' }, false],
+    [{ type: 'STRING', value: '0' }, false],
     [{ type: 'BYTE_ARRAY', value: Buffer.from([0, 0]) }, false],
     [{ type: 'BYTE_ARRAY', value: Buffer.from([0, 2]) }, true],
   ];
   for (const [v, want] of rows) t.equal(valueToLevel(v), want, show(v));
+  // Text that is no level is refused, never taken as low (an output switched off for "on").
+  for (const text of ['yes', 'on', 'off', '2', '', ' true']) t.match(valueToLevel({ type: 'STRING', value: text }), /is not a level \(true, false, 1 or 0\)/, JSON.stringify(text));
 
   const root = sysfsTree(t, { 3: { direction: 'out', value: '0' } });
   const d = create(root);
@@ -121,6 +125,12 @@ t.test("Kura's conversions: level to every type, and every type to a level", asy
   t.equal(attr(root, 3, 'value'), '1');
   await d.write([{ channel: out, value: { type: 'INTEGER', value: 0 } }]);
   t.equal(attr(root, 3, 'value'), '0');
+  const text = gpio('ch-3', 'OUTPUT', 'STRING');
+  await d.write([{ channel: text, value: { type: 'STRING', value: 'TRUE' } }]);
+  t.equal(attr(root, 3, 'value'), '1');
+  const [refused] = await d.write([{ channel: text, value: { type: 'STRING', value: 'off' } }]);
+  t.match(refused, { ok: false, error: /off is not a level/ }, 'text that is no level fails the write');
+  t.equal(attr(root, 3, 'value'), '1', 'and leaves the line as it was');
 });
 
 t.test("Kura's failure messages", async (t) => {

@@ -26,12 +26,21 @@ export function levelToValue(on: boolean, type: ValueType): TypedValue {
   }
 }
 
-/** A value as a pin level (Kura: numbers > 0, "true" ignoring case, any non-zero byte). */
-export function valueToLevel(v: TypedValue): boolean {
+/**
+ * A value as a pin level (Kura: numbers > 0, any non-zero byte), or why it is none. Text must be
+ * true/false in any letter case or 1/0, as for every BOOLEAN written (docs/rest-api.md "Writing
+ * values"): Kura's "anything but true is low" would switch an output off for "on".
+ */
+export function valueToLevel(v: TypedValue): boolean | string {
   switch (v.type) {
     case 'BOOLEAN': return v.value;
     case 'LONG': return v.value > 0n;
-    case 'STRING': return v.value.toLowerCase() === 'true';
+    case 'STRING': {
+      const s = v.value.length <= 5 ? v.value.toLowerCase() : '';
+      if (s === 'true' || s === '1') return true;
+      if (s === 'false' || s === '0') return false;
+      return `${v.value.length > 64 ? `${v.value.slice(0, 64)}…` : v.value} is not a level (true, false, 1 or 0)`;
+    }
     case 'BYTE_ARRAY': return v.value.some((b) => b !== 0);
     default: return v.value > 0;
   }
@@ -136,8 +145,13 @@ export class GpioDriver implements Driver {
         out.push({ ok: false, error: `${WRITE_FAILED}: ${p.chip ? `${p.chip} ` : ''}line ${p.line} is an INPUT` });
         continue;
       }
+      const level = valueToLevel(value);
+      if (typeof level === 'string') {
+        out.push({ ok: false, error: `${WRITE_FAILED}: ${level}` });
+        continue;
+      }
       try {
-        await this.setValue(p, valueToLevel(value));
+        await this.setValue(p, level);
         out.push({ ok: true, value, timestamp: Date.now() });
       } catch (err) {
         out.push(this.fail(WRITE_FAILED, p.line, err));
