@@ -4,7 +4,7 @@
 
 import type { Problem } from '../config/schema.js';
 import type { DriverRegistry } from '../drivers/registry.js';
-import { any, bool, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, unknownKey, warning } from '../config/schema.js';
+import { any, bool, duration, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, unknownKey, warning, type Spec } from '../config/schema.js';
 import { CHANNEL_MODES, SPEC, SPEC_OF, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
 
 export interface DriverInstanceConfig {
@@ -53,6 +53,17 @@ export const CHANNEL_NAME_RULE = /^[^/#+,\s\u0000-\u001f\u007f]{1,255}$/;
 const CHANNEL_NAME_HINT = 'channel names are 1-255 characters without spaces, # / + , or control characters';
 
 const GENERIC_CHANNEL_KEYS = ['enabled', 'type', 'value.type', 'scale', 'offset', 'unit', 'deadband'];
+
+/**
+ * The asset's time-valued keys (ms, at most a day: docs/configuration.md "Time-valued keys"), with
+ * their defaults; configuration/v2's asset definition takes its bounds from here.
+ */
+export const ASSET_TIMES = {
+  'poll.interval': [duration('ms', 0, 86_400_000), 0],
+  'publish.max.interval': [duration('ms', 0, 86_400_000), 0],
+} satisfies Spec;
+const time = (a: Record<string, unknown>, key: keyof typeof ASSET_TIMES, path: string, p: Problem[]): number =>
+  a[key] === undefined ? ASSET_TIMES[key][1] : ASSET_TIMES[key][0](a[key], join(path, key), p);
 const ASSET_KEYS = ['driver.pid', 'asset.desc', 'poll.interval', 'publish.max.interval', 'channels'];
 
 function validateChannel(
@@ -156,9 +167,8 @@ export function validateAssets(
       pid,
       driverPid,
       description: a['asset.desc'] === undefined ? '' : str()(a['asset.desc'], join(ap, 'asset.desc'), p),
-      pollInterval: a['poll.interval'] === undefined ? 0 : num({ int: true, min: 0 })(a['poll.interval'], join(ap, 'poll.interval'), p),
-      publishMaxInterval:
-        a['publish.max.interval'] === undefined ? 0 : num({ int: true, min: 0 })(a['publish.max.interval'], join(ap, 'publish.max.interval'), p),
+      pollInterval: time(a, 'poll.interval', ap, p),
+      publishMaxInterval: time(a, 'publish.max.interval', ap, p),
       channels,
     });
   }

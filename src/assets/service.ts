@@ -12,6 +12,7 @@ import { applyScaleOffset } from './scaling.js';
 import { convertValue } from './values.js';
 import { isThenable } from '../core/thenable.js';
 import { monotonicNow } from '../core/clock.js';
+import { TIMER_MAX_MS, timerDelay } from '../core/timers.js';
 
 export { DRIVER_NOT_ATTACHED };
 
@@ -439,7 +440,7 @@ export class AssetRuntime implements AssetService {
         if (now >= call.deadline) call.fail();
       });
       this.armWatchdog();
-    }, Math.max(1, Math.ceil(oldest.deadline - monotonicNow())));
+    }, Math.max(1, timerDelay(Math.ceil(oldest.deadline - monotonicNow()))));
   }
 
   onPoll(listener: (pid: string, records: ChannelRecord[]) => void): () => void {
@@ -458,10 +459,13 @@ export class AssetRuntime implements AssetService {
   // cycle k starts at start + k × poll.interval. A cycle still running when the next is due is an
   // overrun: counted, and the next starts as soon as it ends (never two at once, missed periods
   // are not made up), so a slow device never piles up reads. Each asset has its own timer, so it
-  // never delays another asset or an HTTP request.
+  // never delays another asset or an HTTP request. A wait longer than a timer honours (never from a
+  // validated configuration: docs/configuration.md "Time-valued keys") is waited for in steps.
   private schedule(asset: AssetConfig, at: number): void {
+    const wait = at - Date.now();
     const t = setTimeout(async () => {
       if (this.stopped || this.assets.get(asset.pid) !== asset) return;
+      if (wait > TIMER_MAX_MS) return this.schedule(asset, at);
       let st = this.pollStates.get(asset.pid);
       if (!st) this.pollStates.set(asset.pid, (st = newPollState()));
       st.lastPoll = Date.now();
@@ -492,7 +496,7 @@ export class AssetRuntime implements AssetService {
         next = now;
       }
       this.schedule(asset, next);
-    }, Math.max(0, at - Date.now()));
+    }, timerDelay(wait));
     t.unref?.();
     this.pollTimers.set(asset.pid, t);
   }

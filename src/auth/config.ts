@@ -1,7 +1,7 @@
 // The sections the authentication layer owns (docs/configuration.md): `rest` (providers, sessions,
 // throttling), `console` (password rules, login banner) and `identities` (the seed of a new dataDir).
 
-import { arrayOf, bool, mapOf, num, problem, section, str, type Validator } from '../config/schema.js';
+import { arrayOf, bool, duration, mapOf, num, problem, section, str, type Validator } from '../config/schema.js';
 
 /** Identity names: what Kura's identity service accepts. */
 export const IDENTITY_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
@@ -46,10 +46,11 @@ export const validateRest = section<RestConfig>({
   'auth.password.enabled': [bool, true],
   'auth.certificate.enabled': [bool, true],
   'session.management.enabled': [bool, true],
-  'session.inactivity.interval': [num({ int: true, min: 1 }), 900],
+  // Seconds (Kura's unit); at most 7 days: an abandoned session must not stay valid for weeks.
+  'session.inactivity.interval': [duration('s', 1, 604_800), 900],
   'auth.basic.enabled': [bool, true],
   'auth.certificate.stateless.enabled': [bool, true],
-  'login.throttle.max.delay': [num({ int: true, min: 0, max: 600_000 }), 5000],
+  'login.throttle.max.delay': [duration('ms', 0, 600_000), 5000],
   'session.max.count': [num({ int: true, min: 1 }), 10_000],
   'session.max.per.identity': [num({ int: true, min: 1 }), 32],
 });

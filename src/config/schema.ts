@@ -2,6 +2,8 @@
 // unknown keys are errors (docs/configuration.md: typos must not be silently ignored), absent keys
 // take defaults.
 
+import { TIMER_MAX_MS } from '../core/timers.js';
+
 /** A configuration problem: the key path (e.g. `drivers.plc.modbus.timeout`) and what is wrong. */
 export interface Problem {
   path: string;
@@ -22,6 +24,8 @@ export interface AdMeta {
   options?: readonly string[];
   /** 0 for a scalar, else the largest array length (Kura's convention). */
   cardinality?: number;
+  /** A time-valued key: the unit its integer counts (docs/configuration.md "Time-valued keys"). */
+  unit?: TimeUnit;
 }
 
 const withAd = <T>(fn: Validator<T>, ad: AdMeta): Validator<T> => Object.assign(fn, { ad });
@@ -99,6 +103,42 @@ export const num = (opts: { min?: number; max?: number; int?: boolean } = {}): V
     else if (opts.max !== undefined && raw > opts.max) problem(p, path, `must be at most ${opts.max}, got ${raw}`);
     return raw;
   }, { type: opts.int ? ((opts.max ?? Infinity) < 2 ** 31 ? 'INTEGER' : 'LONG') : 'DOUBLE', min: opts.min, max: opts.max });
+
+/** The units of time-valued keys, in milliseconds. */
+export const TIME_UNITS = { ms: 1, s: 1000 } as const;
+export type TimeUnit = keyof typeof TIME_UNITS;
+
+/** A span in the largest unit that keeps it short: `24 h`, `10 min`, `24.9 days`. */
+function spanText(ms: number): string {
+  const [size, name] = ms >= 172_800_000 ? [86_400_000, 'days'] : ms >= 3_600_000 ? [3_600_000, 'h'] : ms >= 60_000 ? [60_000, 'min'] : ms >= 1000 ? [1000, 's'] : [1, 'ms'];
+  return `${Number((ms / size).toFixed(1))} ${name}`;
+}
+
+/**
+ * Why the integer `v` is outside the range `min..max` of a time-valued key, or undefined: the one
+ * wording of every time-valued key, section key or driver property, naming the range and its unit.
+ */
+export function durationRange(v: number, unit: TimeUnit, min: number, max: number): string | undefined {
+  return v < min || v > max ? `must be between ${min} and ${max} ${unit} (${spanText(max * TIME_UNITS[unit])}), got ${v}` : undefined;
+}
+
+/**
+ * A time-valued key: an integer count of `unit` within `min..max`. The maximum is one a timer
+ * honours (at most 2^31 − 1 ms once converted; src/core/timers.ts); a larger one is a programming
+ * error, refused when the validator is made.
+ */
+export const duration = (unit: TimeUnit, min: number, max: number): Validator<number> => {
+  if (!(Number.isInteger(max) && max * TIME_UNITS[unit] <= TIMER_MAX_MS && min <= max)) throw new RangeError(`duration maximum ${max} ${unit} exceeds what a timer honours`);
+  const integer = num({ int: true });
+  return withAd((raw, path, p) => {
+    const before = p.length;
+    const v = integer(raw, path, p);
+    const why = p.length === before ? durationRange(v, unit, min, max) : undefined;
+    if (why === undefined) return v;
+    problem(p, path, why);
+    return min;
+  }, { type: 'INTEGER', min, max, unit });
+};
 
 export const port: Validator<number> = num({ int: true, min: 0, max: 65535 });
 

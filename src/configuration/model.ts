@@ -11,6 +11,7 @@ import { validateConsole, validateRest } from '../auth/config.js';
 import { validateHttp } from '../http/config.js';
 import { mqttSection } from '../mqtt/config.js';
 import { deploySection } from '../deploy/config.js';
+import { ASSET_TIMES } from '../assets/config.js';
 import { javaDoubleText } from '../assets/values.js';
 
 export type Raw = Record<string, unknown>;
@@ -206,7 +207,7 @@ const CHANNEL_ADS = ads([
   ['+unit', 'S', ''],
   ['deadband', 'D', 0, , 0],
 ]);
-const ASSET_ADS = ads([['asset.desc', 'S'], ['driver.pid', 'S'], ['poll.interval', 'I', 0, , 0], ['publish.max.interval', 'I', 0, , 0]]);
+const ASSET_ADS = [...ads([['asset.desc', 'S'], ['driver.pid', 'S']]), ...adsOfSpec(ASSET_TIMES)];
 for (const a of [...CHANNEL_ADS.slice(0, 4), ASSET_ADS[1]]) a.required = true;
 
 /**

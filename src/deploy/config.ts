@@ -4,7 +4,7 @@
 
 import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
-import { arrayOf, bool, num, problem, section, str, warning, type Validator } from '../config/schema.js';
+import { arrayOf, bool, duration, num, problem, section, str, warning, type Validator } from '../config/schema.js';
 
 export interface DeployConfig {
   /** Base of the marketplace API: `<base>/node/<id>/api/p` is fetched for `_packageDescriptor`. */
@@ -68,8 +68,9 @@ export const deploySection = section<DeployConfig>({
   'marketplace.url': [httpUrl, DEPLOY_DEFAULTS['marketplace.url']],
   'gateway.version': [str({ nonEmpty: true }), DEPLOY_DEFAULTS['gateway.version']],
   'upload.max.bytes': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['upload.max.bytes']],
-  'download.timeout': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['download.timeout']],
-  'download.deadline': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['download.deadline']],
+  // A pause of an hour in a transfer is a dead server; a whole download may take a day on a slow link.
+  'download.timeout': [duration('ms', 1, 3_600_000), DEPLOY_DEFAULTS['download.timeout']],
+  'download.deadline': [duration('ms', 1, 86_400_000), DEPLOY_DEFAULTS['download.deadline']],
   'download.max.redirects': [num({ int: true, min: 0, max: 20 }), DEPLOY_DEFAULTS['download.max.redirects']],
   'file.allowed.dirs': [arrayOf(str({ nonEmpty: true })), DEPLOY_DEFAULTS['file.allowed.dirs']],
   'trust.anchors': [arrayOf(trustAnchor), DEPLOY_DEFAULTS['trust.anchors']],

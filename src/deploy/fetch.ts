@@ -11,6 +11,7 @@ import fsp from 'node:fs/promises';
 import http from 'node:http';
 import type https from 'node:https';
 import { lazyBuiltin } from '../core/builtin.js';
+import { timerDelay } from '../core/timers.js';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
@@ -103,7 +104,7 @@ export async function fetchPackage(url: URL, dest: string, opts: FetchOptions): 
   if (outer?.aborted) onAbort();
   outer?.addEventListener('abort', onAbort);
   const timer = opts.deadlineMs
-    ? setTimeout(() => ctl.abort(new DownloadError(`download of ${redactUrl(url.href)} did not complete within download.deadline (${opts.deadlineMs} ms)`)), opts.deadlineMs)
+    ? setTimeout(() => ctl.abort(new DownloadError(`download of ${redactUrl(url.href)} did not complete within download.deadline (${opts.deadlineMs} ms)`)), timerDelay(opts.deadlineMs))
     : undefined;
   const o = { ...opts, signal: ctl.signal };
   try {
@@ -205,10 +206,14 @@ type Consume = (res: http.IncomingMessage, shown: string) => Promise<void>;
 
 function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: number, consume: Consume, extra: Record<string, string> = {}): Promise<void> {
   const shown = redactUrl(url.href);
+  // A request's own timeout (DEPLOY-V2's dp.download.timeout) may be anything a client sends: kept
+  // to what a socket timer honours, and 0 or less means none, as for Kura's HttpURLConnection
+  // (download.deadline still bounds the download).
+  const idleMs = timerDelay(opts.timeoutMs);
   const named = (err: Error) => (err instanceof DownloadError ? err : new DownloadError(`download of ${shown} failed: ${err.message}`));
   return new Promise<void>((resolve, reject) => {
     const mod = url.protocol === 'https:' ? httpsModule() : http;
-    const req = mod.get(url, { timeout: opts.timeoutMs, headers: { 'user-agent': 'gatewayd', ...opts.headers, ...extra }, signal: opts.signal }, (res) => {
+    const req = mod.get(url, { timeout: idleMs, headers: { 'user-agent': 'gatewayd', ...opts.headers, ...extra }, signal: opts.signal }, (res) => {
       const status = res.statusCode ?? 0;
       if ([301, 302, 303, 307, 308].includes(status)) {
         res.resume();
@@ -236,7 +241,7 @@ function get(url: URL, opts: Omit<FetchOptions, 'allowedDirs'>, redirects: numbe
         return reject(new DownloadError(`${shown} is larger than ${opts.maxBytes} bytes`));
       }
       // The idle timeout keeps applying while the body streams (Kura's dpa.read.timeout).
-      res.setTimeout(opts.timeoutMs, () => res.destroy(new DownloadError(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
+      res.setTimeout(idleMs, () => res.destroy(new DownloadError(`download timed out after ${opts.timeoutMs} ms: ${shown}`)));
       Promise.resolve()
         .then(() => consume(res, shown))
         .then(resolve, (err: Error) => {

@@ -113,6 +113,8 @@ export interface AttributeDef {
   /** 0 (or absent): a scalar; n > 0: an array of at most n values. */
   cardinality?: number;
   json?: boolean;
+  /** A time-valued property: the unit its integer counts (its maximum fits a timer). */
+  unit?: 'ms' | 's';
 }
 
 /** The definitions of a factory's instance and channel properties, for configuration/v2. */

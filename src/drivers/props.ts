@@ -7,6 +7,8 @@
 
 import { SPEC, SPEC_OF, type ChannelConfig } from '../assets/types.js';
 import type { AttributeDef, Problem } from './driver.js';
+import { durationRange, TIME_UNITS, type TimeUnit } from '../config/schema.js';
+import { TIMER_MAX_MS } from '../core/timers.js';
 
 /**
  * While `ads` is set, every key a reader reads is recorded with its type, default, bounds and
@@ -48,6 +50,25 @@ export class PropReader {
       return def;
     }
     return v;
+  }
+
+  /**
+   * A time-valued key: an integer count of `unit` within `min..max`, worded as every time-valued
+   * key is (docs/configuration.md "Time-valued keys"); `max` must be one a timer honours.
+   */
+  duration(key: string, def: number, unit: TimeUnit, min: number, max: number): number {
+    if (max * TIME_UNITS[unit] > TIMER_MAX_MS) throw new RangeError(`${key}: maximum ${max} ${unit} exceeds what a timer honours`);
+    rec(key, 'INTEGER', def, { min, max, unit });
+    const v = this.props[key];
+    if (v === undefined) return def;
+    if (typeof v !== 'number' || !Number.isInteger(v)) {
+      this.problem(key, `must be an integer, got ${JSON.stringify(v)}`);
+      return def;
+    }
+    const why = durationRange(v, unit, min, max);
+    if (why === undefined) return v;
+    this.problem(key, why);
+    return def;
   }
 
   bool(key: string, def: boolean): boolean {

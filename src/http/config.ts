@@ -2,7 +2,7 @@
 // that concern only it.
 
 import fs from 'node:fs';
-import { arrayOf, num, port, problem, section, str, warning, type Problem } from '../config/schema.js';
+import { arrayOf, duration, num, port, problem, section, str, warning, type Problem } from '../config/schema.js';
 
 export interface HttpConfig {
   'http.ports': number[];
@@ -32,7 +32,7 @@ export const validateHttp = section<HttpConfig>({
   'https.truststore.crl': [str(), ''],
   'bind.address': [str({ nonEmpty: true }), '0.0.0.0'],
   'max.connections': [num({ int: true, min: 1, max: 65_535 }), 512],
-  'body.timeout': [num({ int: true, min: 100, max: 300_000 }), 20_000],
+  'body.timeout': [duration('ms', 100, 300_000), 20_000],
   'max.unauthenticated.bodies': [num({ int: true, min: 1, max: 1024 }), 8],
 });
 

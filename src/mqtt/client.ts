@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import type tls from 'node:tls';
 import { lazyBuiltin, nodeCrypto } from '../core/builtin.js';
+import { timerDelay } from '../core/timers.js';
 import mqttPacket from 'mqtt-packet';
 import type { Logger } from '../log.js';
 
@@ -376,7 +377,7 @@ export class MqttClient extends EventEmitter {
         this.log.warn('mqtt CONNECT not answered, giving up on this attempt', { broker: `${host}:${port}`, timeoutMs: timeout });
         socket.destroy();
       }
-    }, timeout);
+    }, timerDelay(timeout));
   }
 
   private sendConnect(): void {
@@ -424,7 +425,8 @@ export class MqttClient extends EventEmitter {
     const min = this.opts.reconnectMin ?? 1000;
     const max = this.opts.reconnectMax ?? 60_000;
     const base = Math.min(max, min * 2 ** Math.min(this.attempt, 20));
-    const delay = Math.round(base + Math.random() * base * 0.5);
+    // However the bounds were set, the doubled wait stays one a timer honours (src/core/timers.ts).
+    const delay = timerDelay(Math.round(base + Math.random() * base * 0.5));
     this.attempt++;
     this.log.debug('mqtt reconnect scheduled', { delayMs: delay });
     this.reconnectTimer = setTimeout(() => {
@@ -599,7 +601,7 @@ export class MqttClient extends EventEmitter {
     const ka = this.opts.keepAlive * 1000;
     if (ka <= 0) return;
     const arm = (ms: number) => {
-      this.keepAliveTimer = setTimeout(check, Math.max(50, ms));
+      this.keepAliveTimer = setTimeout(check, Math.max(50, timerDelay(ms)));
       this.keepAliveTimer.unref?.();
     };
     const check = () => {

@@ -3,7 +3,7 @@
 import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { bool, num, oneOf, section, str, warning } from '../config/schema.js';
+import { bool, duration, num, oneOf, section, str, warning } from '../config/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -36,7 +36,8 @@ export const mqttSection = section<MqttConfig>({
   'client-id': [str({ pattern: LEVEL, patternHint: 'must be non-empty without / # +' }), 'gatewayd'],
   username: [str(), ''],
   password: [str(), ''],
-  'keep-alive': [num({ int: true, min: 0, max: 65535 }), 30],
+  // Seconds; the CONNECT packet carries 16 bits of them (MQTT 3.1.1 §3.1.2.10).
+  'keep-alive': [duration('s', 0, 65535), 30],
   'clean-session': [bool, false],
   'topic.context.account-name': [str({ pattern: LEVEL, patternHint: 'must be non-empty without / # +' }), 'account'],
   'topic.control-prefix': [str({ pattern: LEVEL, patternHint: 'must be non-empty without / # +' }), '$EDC'],

@@ -69,6 +69,7 @@ export interface PluginApi {
   registerAuthProvider(provider: AuthProvider): void;
   /** Adds an MQTT application (listed in BIRTH's `application_ids`, re-published); removed at stop. */
   registerRequestHandler(app: RequestHandler): void;
+  /** As Node's, except that a delay beyond 2^31 - 1 ms is honoured (Node's fires after 1 ms). */
   setTimeout(fn: () => void, ms: number): PluginTimer;
   setInterval(fn: () => void, ms: number): PluginTimer;
   clearTimeout(timer: PluginTimer): void;

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from '../log.js';
 import type { DriverFactory } from '../drivers/driver.js';
+import { hopTimer, TIMER_MAX_MS } from '../core/timers.js';
 import { PLUGIN_API_VERSION, type AuthProvider, type Extension, type PluginApi, type PluginTimer, type RequestHandler } from './api.js';
 
 /** Where driver factories go (src/drivers/registry.ts's DriverRegistry fits). */
@@ -151,6 +152,16 @@ export class PluginHost {
       live('timer');
       const id = ++this.timerIds;
       const run = guard(fn);
+      // Node sets a delay beyond 2^31 - 1 ms to 1 ms (src/core/timers.ts): a package's long delay
+      // (a property, a back-off it doubles) is waited for in steps instead, as asked.
+      if (Number(ms) > TIMER_MAX_MS) {
+        const fire = () => {
+          if (!repeat) state.timers.delete(id);
+          run();
+        };
+        hopTimer(fire, Number(ms), repeat, (handle) => void state.timers.set(id, handle.unref()));
+        return Object.freeze({ id });
+      }
       const handle = repeat
         ? setInterval(run, ms)
         : setTimeout(() => {

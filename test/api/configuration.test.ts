@@ -94,13 +94,13 @@ t.test('configuration/v2', async (t) => {
     const c = r.json().configs[0];
     t.equal(c.definition.id, 'org.eclipse.kura.asset', 'check 19');
     const ad = c.definition.ad.find((a: any) => a.id === 'poll.interval');
-    t.same(Object.keys(ad), ['name', 'id', 'type', 'cardinality', 'min', 'defaultValue', 'isRequired']);
-    t.same(ad, { name: 'poll.interval', id: 'poll.interval', type: 'INTEGER', cardinality: 0, min: '0', defaultValue: '0', isRequired: false });
+    t.same(Object.keys(ad), ['name', 'id', 'type', 'cardinality', 'min', 'max', 'defaultValue', 'isRequired']);
+    t.same(ad, { name: 'poll.interval', id: 'poll.interval', type: 'INTEGER', cardinality: 0, min: '0', max: '86400000', defaultValue: '0', isRequired: false });
     t.ok(c.definition.ad.some((a: any) => a.id === 't#+type' && a.option.length === 3), 'channel ADs cloned per channel');
     t.ok(c.definition.ad.some((a: any) => a.id === 't#simulation'), "the driver's channel ADs");
     t.notOk(/"required"|"default"/.test(r.body));
     const rest = await byPid(REST);
-    t.same(rest.properties['session.inactivity.interval'], { value: 900, type: 'LONG' }, 'defaults shown');
+    t.same(rest.properties['session.inactivity.interval'], { value: 900, type: 'INTEGER' }, 'defaults shown');
     t.same(rest.properties['allowed.ports'], { value: [], type: 'INTEGER' });
   });
 
@@ -120,7 +120,7 @@ t.test('configuration/v2', async (t) => {
     t.equal(r.status, 200);
     t.equal(r.body, '');
     const p = (await byPid(REST)).properties;
-    t.same(p['session.inactivity.interval'], { value: 1200, type: 'LONG' });
+    t.same(p['session.inactivity.interval'], { value: 1200, type: 'INTEGER' });
     t.same(p['auth.basic.enabled'], { value: true, type: 'BOOLEAN' }, 'other properties unchanged');
     t.same(await ids(), s, 'no snapshot with takeSnapshot false');
     r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1300 } } }]);
@@ -129,11 +129,11 @@ t.test('configuration/v2', async (t) => {
     t.equal(after.length, s.length + 1, 'one snapshot by default');
     const snap = (await post('snapshots/byId', { id: after[after.length - 1] })).json().configs;
     const restSnap = snap.find((c: any) => c.pid === REST);
-    t.same(restSnap.properties['session.inactivity.interval'], { value: 1300, type: 'LONG' });
+    t.same(restSnap.properties['session.inactivity.interval'], { value: 1300, type: 'INTEGER' });
     t.notOk('definition' in restSnap, 'check 21: no definition in snapshots');
     // check 12: a property with no value is removed: the default shows again.
     t.equal((await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG' } } }], false)).status, 200);
-    t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'LONG' });
+    t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'INTEGER' });
   });
 
   t.test('checks 9-10, Kura 55-65: request validation order and texts, nothing applied', async (t) => {
@@ -187,7 +187,7 @@ t.test('configuration/v2', async (t) => {
   t.test('check 14 (deviation): a value outside its definition is 400 naming pid and property', async (t) => {
     const r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 0 } } }], false);
     t.equal(r.status, 400);
-    t.same(r.json(), { message: `Invalid configuration of ${REST}, property session.inactivity.interval: must be at least 1, got 0` });
+    t.same(r.json(), { message: `Invalid configuration of ${REST}, property session.inactivity.interval: must be between 1 and 604800 s (7 days), got 0` });
     const u = await update([{ pid: REST, properties: { 'no.such.key': { type: 'STRING', value: 'x' } } }], false);
     t.equal(u.status, 400);
     t.match(u.json().message, `${REST}, property no.such.key: unknown key`);
@@ -338,7 +338,7 @@ t.test('configuration/v2', async (t) => {
     const pids = (await get('configurableComponents')).json().pids;
     t.notOk(pids.includes('a1') || pids.includes('a4'), 'runtime assets gone');
     t.ok(pids.includes('demo'));
-    t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'LONG' });
+    t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'INTEGER' });
     t.same(await ids(), s);
   });
 });

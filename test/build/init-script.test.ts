@@ -36,7 +36,7 @@ t.test('a configuration with errors: start prints them with their keys and start
   t.equal(r.status, 6, 'LSB "program is not configured"');
   t.match(r.stdout, `gatewayd: not started: ${file} cannot be used:`);
   t.match(r.stdout, /error: http\.http\.prots: unknown key; did you mean "http\.ports"\?/);
-  t.match(r.stdout, /error: rest\.session\.inactivity\.interval: must be at least 1/);
+  t.match(r.stdout, /error: rest\.session\.inactivity\.interval: must be between 1 and 604800 s \(7 days\), got -1/);
   t.equal(rc('status').status, 3, 'not running');
 });
 

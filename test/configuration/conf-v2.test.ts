@@ -72,7 +72,7 @@ t.test('CONF-V2 over a real broker', mosquittoSkip(), async (t) => {
     const before = connects();
     const r = await conf('PUT/configurableComponents/configurations/_update', { configs: [{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1800 } } }], takeSnapshot: false });
     t.same([r.code, r.body], [200, undefined]);
-    t.same((await rest('configurableComponents/configurations/byPid', { pids: [REST] })).json().configs[0].properties['session.inactivity.interval'], { value: 1800, type: 'LONG' });
+    t.same((await rest('configurableComponents/configurations/byPid', { pids: [REST] })).json().configs[0].properties['session.inactivity.interval'], { value: 1800, type: 'INTEGER' });
     t.equal(connects(), before, 'no reconnection for a REST setting');
   });
 

@@ -18,7 +18,7 @@ export default {
     b.onLoad({ filter: /[\\\\/]src[\\\\/]auth[\\\\/]config\\.ts$/ }, (args) => {
       const src = fs.readFileSync(args.path, 'utf8');
       const out = src
-        .replace("'session.inactivity.interval': [num({ int: true, min: 1 }), 900]", "'session.inactivity.interval': [num({ int: true, min: 1 }), 1234]")
+        .replace("'session.inactivity.interval': [duration('s', 1, 604_800), 900]", "'session.inactivity.interval': [duration('s', 1, 604_800), 1234]")
         .replace("'new.password.min.length': [num({ int: true, min: 0, max: 1024 }), 8]", "'new.password.min.length': [num({ int: true, min: 0, max: 1024 }), 12]");
       if (out.split('1234').length !== 2 || !out.includes('1024 }), 12]')) throw new Error('auth/config.ts changed shape: update test/configuration/ota.test.ts');
       return { contents: out, loader: 'ts' };
@@ -89,7 +89,7 @@ t.test('an update changes image defaults under a runtime overlay', async (t) => 
   t.match(next.logs.find((l) => l.includes('gatewayd ready'))!, 'version=2.0.0-new');
   const rest = await props(next, REST);
   t.same(rest['session.max.count'], { value: 500, type: 'LONG' }, 'changed property keeps its runtime value');
-  t.same(rest['session.inactivity.interval'], { value: 1234, type: 'LONG' }, "an unchanged property of a changed component takes the new build's default");
+  t.same(rest['session.inactivity.interval'], { value: 1234, type: 'INTEGER' }, "an unchanged property of a changed component takes the new build's default");
   const consoleProps = await props(next, CONSOLE);
   t.same(consoleProps['access.banner.content'], { value: 'image 2', type: 'STRING' }, 'an unchanged component follows the new image');
   t.same(consoleProps['new.password.min.length'], { value: 12, type: 'INTEGER' }, "and the new build's defaults");

@@ -48,7 +48,7 @@ t.test('check-config reports every problem with its key path', async (t) => {
     'log.levle: unknown key',
     'http.http.ports[1]: expected a number',
     'http.https.portz: unknown key',
-    'rest.session.inactivity.interval: must be at least 1',
+    'rest.session.inactivity.interval: must be between 1 and 604800 s (7 days), got -5',
     'rest.auth.basic.enabled: expected true or false',
     'drivers.sim.speed: unknown key',
     'assets.pump1.channels.speed.value.type: expected one of',

@@ -77,7 +77,7 @@ t.test('instance properties: problems carry key paths', async (t) => {
   t.same(v({ 'access.type': 'TCP', 'modbus.tcp-udp.ip': '10.0.0.5' }), []);
   t.same(v({ 'access.type': 'rtu', 'modbus.rtu.port.name': '/dev/ttyS1', 'modbus.rtu.parity': 'EVEN_PARITY' }), []);
   t.match(v({ 'modbus.tcp-udp.ip': '10.0.0.5', 'modbus.timeout': '1000' }), [{ path: 'drivers.plc.modbus.timeout', message: /integer/ }]);
-  t.match(v({ 'modbus.tcp-udp.ip': '10.0.0.5', 'modbus.timeout': 0 }), [{ path: 'drivers.plc.modbus.timeout', message: /out of range/ }]);
+  t.match(v({ 'modbus.tcp-udp.ip': '10.0.0.5', 'modbus.timeout': 0 }), [{ path: 'drivers.plc.modbus.timeout', message: 'must be between 1 and 600000 ms (10 min), got 0' }]);
   t.match(v({ 'modbus.tcp-udp.ip': 'h', 'modbus.tcp-udp.port': 70000 }), [{ path: 'drivers.plc.modbus.tcp-udp.port' }]);
   t.match(v({ 'access.type': 'SERIAL' }), [{ path: 'drivers.plc.access.type', message: /unknown value "SERIAL"/ }]);
   t.match(v({ 'access.type': 'TCP' }), [{ path: 'drivers.plc.modbus.tcp-udp.ip', message: /required/ }]);
@@ -98,7 +98,7 @@ t.test('instance properties: problems carry key paths', async (t) => {
   t.match(v({ 'access.type': 'RTU_OVER_TCP' }), [{ path: 'drivers.plc.modbus.tcp-udp.ip', message: 'is required when access.type is RTU_OVER_TCP' }]);
   t.match(v({ 'modbus.tcp-udp.ip': 'h', 'write.multiple.registers.only': 'yes', 'unit.backoff.max': -1 }), [
     { path: 'drivers.plc.write.multiple.registers.only', message: /true or false/ },
-    { path: 'drivers.plc.unit.backoff.max', message: /out of range/ },
+    { path: 'drivers.plc.unit.backoff.max', message: 'must be between 0 and 3600000 ms (1 h), got -1' },
   ]);
 });
 

@@ -92,11 +92,11 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
   const databits = r.int('modbus.rtu.databits', 8, 5, 8);
   const stop = r.enumOf('modbus.rtu.stopbits', STOP_BITS, 'ONE_STOP_BIT', true);
   const parity = r.enumOf('modbus.rtu.parity', PARITIES, 'NO_PARITY', true);
-  const timeout = r.int('modbus.timeout', 1000, 1, 600_000);
+  const timeout = r.duration('modbus.timeout', 1000, 'ms', 1, 600_000);
   const retries = r.int('modbus.transaction.retry', 1, 0, 10);
   const maxGap = r.int('read.max.gap', 0, 0, MAX_READ_REGISTERS - 1);
   const multipleOnly = r.bool('write.multiple.registers.only', false);
-  const backoffMax = r.int('unit.backoff.max', 30_000, 0, 3_600_000);
+  const backoffMax = r.duration('unit.backoff.max', 30_000, 'ms', 0, 3_600_000);
   if (accessType !== 'RTU' && host.trim() === '') r.problem('modbus.tcp-udp.ip', `is required when access.type is ${accessType}`);
   if (accessType === 'RTU' && portName.trim() === '') r.problem('modbus.rtu.port.name', 'is required when access.type is RTU');
   if (accessType === 'RTU' && databits !== 8) {

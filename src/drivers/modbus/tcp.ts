@@ -5,6 +5,7 @@
 // it): RTU frames with CRC (Modbus over Serial Line §2.5.1), matched like on a serial line.
 
 import net from 'node:net';
+import { timerDelay } from '../../core/timers.js';
 import type { Logger } from '../../log.js';
 import { MbapDecoder, encodeMbap } from './mbap.js';
 import { RtuReceiver, encodeRtu } from './rtu-frame.js';
@@ -91,7 +92,7 @@ export class TcpTransport implements Transport {
         port: this.port,
         onread: { buffer: rb, callback: (n: number) => (this.socket === socket && this.onData(rb.subarray(0, n)), true) },
       });
-      const timer = setTimeout(() => fail(new Error(`connect timed out after ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(() => fail(new Error(`connect timed out after ${timeoutMs} ms`)), timerDelay(timeoutMs));
       const fail = (err: Error) => {
         clearTimeout(timer);
         socket.destroy();

@@ -2,6 +2,7 @@
 // The client (client.ts) serialises exchanges, so a transport never sees two at once.
 
 import { monotonicNow } from '../../core/clock.js';
+import { timerDelay } from '../../core/timers.js';
 
 export interface LineStats {
   /** Request frames written (each attempt counts). */
@@ -77,7 +78,7 @@ export class ResponseTimer {
     else {
       clearTimeout(this.timer);
       this.timerMs = ms;
-      this.timer = setTimeout(this.onTimer, ms);
+      this.timer = setTimeout(this.onTimer, timerDelay(ms));
     }
   }
 
@@ -98,9 +99,10 @@ export class ResponseTimer {
     if (!this.armed) return;
     const left = this.deadline - monotonicNow();
     if (left > 0) {
-      // Fired a little early (the loop's clock is in whole milliseconds): wait for the rest.
+      // Fired a little early (the loop's clock is in whole milliseconds), or in steps of what a
+      // timer honours (src/core/timers.ts): wait for the rest.
       this.timerMs = NaN;
-      this.timer = setTimeout(this.onTimer, Math.ceil(left));
+      this.timer = setTimeout(this.onTimer, timerDelay(Math.ceil(left)));
       return;
     }
     this.armed = false;

@@ -25,7 +25,7 @@ export function parseChannel(props: Record<string, unknown>, valueType: ValueTyp
   if ((simulation === 'sine' || simulation === 'counter' || simulation === 'random') && !NUMERIC.includes(valueType)) {
     r.problem('simulation', `${simulation} needs a numeric or BOOLEAN value.type, not ${valueType}`);
   }
-  const delay = r.int('delay', 0, 0, 60_000);
+  const delay = r.duration('delay', 0, 'ms', 0, 60_000);
   let initial = zeroValue(valueType);
   if (r.has('initial')) {
     const v = fromJsonValue(valueType, r.raw('initial'));
