@@ -169,7 +169,8 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
     let fetched = false;
     let verified = false;
     current = d;
-    notify('IN_PROGRESS', undefined, -1, 0);
+    // The first IN_PROGRESS notification goes out when the server's answer starts (onProgress), so
+    // that it carries the declared size as Kura's does; −1 only when the server sends no length.
     d.job = deploy.requestDownload({
       url,
       file,
@@ -190,7 +191,7 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
         fetched = true;
         d.status = 'COMPLETED';
         if (reuse) notify('COMPLETED', undefined, 0, 100);
-        else notify('COMPLETED', undefined, d.size < 0 ? d.received : d.size, 100);
+        else notify('COMPLETED', undefined, d.size, 100);
         if (hash !== undefined) await checkHash(file, hash);
         verified = true;
       },
