@@ -1,7 +1,9 @@
 // DEPLOY-V2 download notifications carry the package's size as Kura's do (docs/mqtt.md
 // "DEPLOY-V2"): `dp.download.size` is the server's Content-Length in every download NOTIFY, the
 // first IN_PROGRESS included, and in GET/download while the transfer runs; −1 only when the server
-// declares no length (chunked). Real Mosquitto, the real daemon, a package server of the test's own.
+// declares no length (chunked). And an EXEC/download while the deployment queue is full is answered
+// 500 naming `deploy.queue.max.jobs`, leaving DEPLOY-V2 free for the next download. Real Mosquitto,
+// the real daemon, a package server of the test's own.
 
 import t from 'tap';
 import crypto from 'node:crypto';
@@ -33,6 +35,7 @@ t.test('dp.download.size is the declared Content-Length, −1 only for a chunked
   const server = http.createServer(async (req, res) => {
     const [mode, file] = (req.url ?? '').split('/').filter(Boolean) as [string, string];
     const body = file === 'small.dp' ? small : big;
+    if (mode === 'never') return; // answers nothing: a job that stays in the download lane
     if (mode === 'length') {
       res.writeHead(200, { 'content-length': body.length });
       res.end(body);
@@ -53,9 +56,13 @@ t.test('dp.download.size is the declared Content-Length, −1 only for a chunked
   t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  await startDaemon(t, {
+  const d = await startDaemon(t, {
+    identities: { admin: { password: 'Size-Admin-1', permissions: ['kura.admin'], passwordChangeNeeded: false } },
+    deploy: { 'queue.max.jobs': 2 },
     mqtt: { enabled: true, 'broker-url': broker.url, 'client-id': DEVICE, 'topic.context.account-name': ACCOUNT, 'payload.encoding': 'kura-protobuf' },
-  }).then((d) => d.waitForLog(/msg="mqtt connected"/));
+  });
+  await d.waitForLog(/msg="mqtt connected"/);
+  const admin = { authorization: `Basic ${Buffer.from('admin:Size-Admin-1').toString('base64')}` };
 
   const replies = new Map<string, Metrics>();
   const notices: { resource: string; metrics: Metrics }[] = [];
@@ -124,5 +131,30 @@ t.test('dp.download.size is the declared Content-Length, −1 only for a chunked
     release();
     await ended(id);
     t.equal(downloadNotices(id).at(-1)!['dp.download.status'], 'COMPLETED');
+  });
+
+  await t.test('EXEC/download while the deployment queue is full: 500 naming the bound, then the next one works', async (t) => {
+    // Two REST installs fill a queue of two: one downloading from a server that never answers, one waiting behind it.
+    for (const q of ['a', 'b']) {
+      const r = await d.request('/services/deploy/v2/_install', { method: 'POST', body: { url: `${base}/never/${q}.dp` }, headers: admin });
+      t.equal(r.body, '"REQUEST_RECEIVED"');
+    }
+    const id = ++job;
+    const full = await download(`${base}/length/small.dp`, 'org.example.small', id);
+    t.match(full, { 'response.code': 500, 'response.exception.message': 'Insufficient storage: the deployment queue holds its limit of 2 jobs (deploy.queue.max.jobs); try again once one has ended' });
+    t.match(await request('GET/download'), { 'dp.download.status': 'ALREADY DONE' }, 'no download was started');
+    for (const j of (await d.request('/services/deploy/v2/_jobs', { headers: admin })).json()) {
+      if (j.state === 'QUEUED' || j.state === 'RUNNING') await d.request(`/services/deploy/v2/_jobs/${j.id}`, { method: 'DELETE', headers: admin });
+    }
+    const next = ++job;
+    let r: Metrics = {};
+    for (let i = 0; i < 100; i++) {
+      r = await download(`${base}/length/small.dp`, 'org.example.small', next);
+      if (r['response.code'] === 200) break;
+      await new Promise((res) => setTimeout(res, 50)); // the cancelled jobs' places come back once their files are gone
+    }
+    t.equal(r['response.code'], 200, 'the next EXEC/download is taken');
+    await ended(next);
+    t.equal(downloadNotices(next).at(-1)!['dp.download.status'], 'COMPLETED');
   });
 });
