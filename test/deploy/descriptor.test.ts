@@ -112,4 +112,8 @@ t.test('the deploy config section', async (t) => {
     ['deploy.trust.anchors[1]', 'warning'],
   ]);
   t.equal(validateDeploySection({ 'marketplace.url': 'http://h:1/mp/' }).value['marketplace.url'], 'http://h:1/mp', 'trailing slash dropped');
+  // The queue's bounds (docs/configuration.md "deploy"): each range's ends, and one past them.
+  t.same(validateDeploySection({ 'queue.max.jobs': 1000, 'queue.max.bytes': 1 }).problems, [], 'queue.max.jobs 1000, queue.max.bytes 1');
+  t.same(validateDeploySection({ 'queue.max.jobs': 1 }).problems, [], 'queue.max.jobs 1');
+  t.match(validateDeploySection({ 'queue.max.jobs': 0, 'queue.max.bytes': 0.5 }).problems.map((p) => [p.path, p.message]), [['deploy.queue.max.jobs', /at least 1/], ['deploy.queue.max.bytes', /integer/]]);
 });
