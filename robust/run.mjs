@@ -21,8 +21,8 @@ const scale = Number(args.find((a) => a.startsWith('--scale='))?.slice(8) ?? 1);
 const SIZES = Object.fromEntries(
   Object.entries(
     soak
-      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10, channelFloods: 2000, attackSeconds: 300, longNames: 30_000, sessionLogins: 2000 }
-      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3, channelFloods: 200, attackSeconds: 30, longNames: 3000, sessionLogins: 100 },
+      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10, channelFloods: 2000, attackSeconds: 300, longNames: 30_000, sessionLogins: 2000, queueFlood: 1600 }
+      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3, channelFloods: 200, attackSeconds: 30, longNames: 3000, sessionLogins: 100, queueFlood: 160 },
   ).map(([k, v]) => [k, Math.max(1, Math.round(v * scale))]),
 );
 
@@ -35,7 +35,7 @@ const PARTS = {
   broker: async () => (await import('./broker.mjs')).runBroker({ restarts: SIZES.brokerRestarts }),
   powercut: async () => (await import('./powercut.mjs')).runPowerCuts({ cuts: SIZES.powerCuts, seed }),
   'mqtt-hostile': async () => (await import('./mqtt-hostile.mjs')).runMqttHostile({ bombs: SIZES.bombs, bigMessages: SIZES.bigMessages }),
-  trickle: async () => (await import('./trickle.mjs')).runTrickle(),
+  trickle: async () => (await import('./trickle.mjs')).runTrickle({ floodRequests: SIZES.queueFlood }),
   'channel-flood': async () => (await import('./channel-flood.mjs')).runChannelFlood({ requests: SIZES.channelFloods }),
   // Issue 13 items 1, 4, 6, 7 (robust/hostile-auth.mjs): each attack against its own daemon while a
   // legitimate client is served.

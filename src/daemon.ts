@@ -10,6 +10,7 @@ import { VERSION } from './version.js';
 import type { Config } from './config/config.js';
 import { DEFAULT_LIMITS, HttpServer, type ListenSpec, type TlsMaterial } from './http/server.js';
 import { ensureSelfSigned } from './http/selfsigned.js';
+import { refuseCrossSite } from './http/cross-site.js';
 import { openDataDir } from './store/datadir.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
@@ -104,6 +105,7 @@ export class Daemon {
     // (404/405, in the server) → these stages → the route's handler → the response filters.
     http
       .use(auth.allowedPorts) //   404 on a port outside rest.allowed.ports
+      .use(refuseCrossSite) //     403 for a state change a browser marks as another site's
       .use(auth.authenticate) //   providers by priority: certificate, BASIC, session, custom ones
       .use(auth.authorise) //      the route's role: rest.<role> or kura.admin, else 403
       .filter(auth.challenge); //  403 without a principal → 401; WWW-Authenticate while BASIC is on

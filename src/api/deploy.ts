@@ -18,6 +18,7 @@ import type { Logger } from '../log.js';
 import type { DeploymentService } from '../deploy/service.js';
 import { UrlRefusedError, redactUrl } from '../deploy/fetch.js';
 import { DescriptorRequestError } from '../deploy/descriptor.js';
+import { QueueFullError, type QueueSlot } from '../deploy/jobs.js';
 
 const BASE = '/services/deploy/v2';
 const ROLE = 'deploy';
@@ -49,15 +50,29 @@ export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentSer
       ctx.json(200, deploy.requestInstall(url));
     } catch (err) {
       if (err instanceof UrlRefusedError) throw new HttpError(400, err.message);
+      if (err instanceof QueueFullError) throw new HttpError(507, err.message);
       log.error('install request failed', { url: redactUrl(url), error: (err as Error).message });
       throw new HttpError(500, `Error installing deployment package: ${redactUrl(url)}`);
     }
   }, ROLE);
 
   server.route('POST', `${BASE}/_upload`, family, async (ctx) => {
-    const { file, filename } = await receiveUpload(ctx, deploy, log);
+    // The upload's place in the queue is taken before its first byte is stored (docs/rest-api.md
+    // "deploy/v2"): a full queue refuses it at once.
+    let slot: QueueSlot;
     try {
-      ctx.json(200, deploy.installUploaded(file, filename));
+      slot = deploy.reserveUpload();
+    } catch (err) {
+      ctx.req.resume();
+      if (err instanceof QueueFullError) throw new HttpError(507, err.message);
+      throw err;
+    }
+    const { file, filename } = await receiveUpload(ctx, deploy, slot, log).catch((err) => {
+      slot.release();
+      throw err;
+    });
+    try {
+      ctx.json(200, deploy.installUploaded(file, filename, slot));
     } catch (err) {
       await fsp.rm(file, { force: true });
       log.error('upload could not be queued', { file: filename, error: (err as Error).message });
@@ -70,6 +85,7 @@ export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentSer
     try {
       ctx.json(200, deploy.requestUninstall(name));
     } catch (err) {
+      if (err instanceof QueueFullError) throw new HttpError(507, err.message);
       log.error('uninstall request failed', { package: name, error: (err as Error).message });
       throw new HttpError(500, `Error uninstalling deployment package: ${name}`);
     }
@@ -95,20 +111,33 @@ async function urlOf(ctx: RequestContext): Promise<unknown> {
   return body.url === null ? undefined : body.url;
 }
 
+/** What a multipart body may carry besides the file part (boundaries, part headers, small fields). */
+const MULTIPART_SLACK = 64 * 1024;
+
 /**
  * Streams the multipart part `file` to a file in dataDir, never holding it in memory, and refuses
- * more than `deploy.upload.max.bytes` with 413 (Kura has no limit). Other parts are drained.
+ * more than `deploy.upload.max.bytes` with 413 (Kura has no limit). Other parts are drained. The
+ * bytes are held in the upload's queue `slot` as they arrive: past `deploy.queue.max.bytes` the
+ * upload ends with 507 (at once when its Content-Length already says so).
  */
-function receiveUpload(ctx: RequestContext, deploy: DeploymentService, log: Logger): Promise<{ file: string; filename: string }> {
+function receiveUpload(ctx: RequestContext, deploy: DeploymentService, slot: QueueSlot, log: Logger): Promise<{ file: string; filename: string }> {
   const max = deploy.settings['upload.max.bytes'];
   if (mediaType(ctx) !== 'multipart/form-data') {
     ctx.req.resume();
     return Promise.reject(new HttpError(400, 'Bad request: expected multipart/form-data with the package in the part "file"'));
   }
   const declared = Number(ctx.header('content-length'));
-  if (Number.isFinite(declared) && declared > max + 64 * 1024) {
+  if (Number.isFinite(declared) && declared > max + MULTIPART_SLACK) {
     ctx.req.resume();
     return Promise.reject(new HttpError(413, `Upload larger than ${max} bytes`));
+  }
+  // The file is at least the body less its framing: held before the first byte is read.
+  const least = Number.isFinite(declared) ? Math.max(0, declared - MULTIPART_SLACK) : 0;
+  try {
+    slot.hold(least);
+  } catch (err) {
+    ctx.req.resume();
+    return Promise.reject(err instanceof QueueFullError ? new HttpError(507, err.message) : err);
   }
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
@@ -123,6 +152,7 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService, log: Logg
     let out: fs.WriteStream | undefined;
     let writing: Promise<void> | undefined;
     let filename = '';
+    let received = 0;
     let settled = false;
     const fail = (err: HttpError) => {
       if (settled) return;
@@ -144,6 +174,15 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService, log: Logg
       }
       filename = info.filename ?? '';
       stream.on('limit', () => fail(new HttpError(413, `Upload larger than ${max} bytes`)));
+      stream.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        if (received <= least) return;
+        try {
+          slot.hold(received);
+        } catch (err) {
+          fail(err instanceof QueueFullError ? new HttpError(507, err.message) : new HttpError(500, `Error installing deployment package: ${filename}`));
+        }
+      });
       const file = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
       out = file;
       writing = new Promise<void>((res, rej) => {
@@ -165,6 +204,8 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService, log: Logg
         () => {
           if (settled) return;
           settled = true;
+          // What was stored, now that it is known exactly (the estimate may have been larger).
+          slot.hold(received);
           resolve({ file: target, filename });
         },
         (err) => {

@@ -1,5 +1,6 @@
 // The `deploy` section of the configuration file (docs/configuration.md "deploy"), with gatewayd's
-// additions: `download.max.redirects`, `trust.anchors` and `unsigned.allowed` (see
+// additions: `download.max.redirects`, `download.deadline`, the queue's bounds `queue.max.jobs` and
+// `queue.max.bytes` (src/deploy/jobs.ts), `trust.anchors` and `unsigned.allowed` (see
 // src/deploy/signature.ts).
 
 import type { Problem } from '../config/schema.js';
@@ -19,6 +20,10 @@ export interface DeployConfig {
   'download.deadline': number;
   /** Redirects followed by a download before it fails (Kura follows without a limit). */
   'download.max.redirects': number;
+  /** Jobs queued or running at once, uploads being received included (Kura has no bound). */
+  'queue.max.jobs': number;
+  /** Bytes of package files the queued and running jobs may bring onto the device together. */
+  'queue.max.bytes': number;
   /** `file:` install URLs must point inside one of these folders. */
   'file.allowed.dirs': string[];
   /** Public keys (PEM text, or the absolute path of a PEM file); non-empty: packages must be signed. */
@@ -34,6 +39,8 @@ export const DEPLOY_DEFAULTS: DeployConfig = {
   'download.timeout': 60000,
   'download.deadline': 600000,
   'download.max.redirects': 5,
+  'queue.max.jobs': 16,
+  'queue.max.bytes': 134217728,
   'file.allowed.dirs': ['/tmp'],
   'trust.anchors': [],
   'unsigned.allowed': true,
@@ -72,6 +79,8 @@ export const deploySection = section<DeployConfig>({
   'download.timeout': [duration('ms', 1, 3_600_000), DEPLOY_DEFAULTS['download.timeout']],
   'download.deadline': [duration('ms', 1, 86_400_000), DEPLOY_DEFAULTS['download.deadline']],
   'download.max.redirects': [num({ int: true, min: 0, max: 20 }), DEPLOY_DEFAULTS['download.max.redirects']],
+  'queue.max.jobs': [num({ int: true, min: 1, max: 1000 }), DEPLOY_DEFAULTS['queue.max.jobs']],
+  'queue.max.bytes': [num({ int: true, min: 1 }), DEPLOY_DEFAULTS['queue.max.bytes']],
   'file.allowed.dirs': [arrayOf(str({ nonEmpty: true })), DEPLOY_DEFAULTS['file.allowed.dirs']],
   'trust.anchors': [arrayOf(trustAnchor), DEPLOY_DEFAULTS['trust.anchors']],
   'unsigned.allowed': [bool, DEPLOY_DEFAULTS['unsigned.allowed']],

@@ -31,7 +31,12 @@ export interface FetchOptions {
   allowedDirs: string[];
   /** Aborts the transfer (daemon shutdown must not wait for a slow server). */
   signal?: AbortSignal;
-  /** Told the bytes received so far and the size when known (DEPLOY-V2 progress). */
+  /**
+   * Told the bytes received so far and the size when the server declared it (`Content-Length`),
+   * once when the answer starts (nothing received yet, or the bytes a resumed transfer already
+   * has) and after every chunk: DEPLOY-V2 progress, the deployment queue's byte bound. Throwing
+   * ends the transfer with that error.
+   */
   onProgress?: (received: number, total: number | undefined) => void;
   /** Extra request headers (DEPLOY-V2 credentials). */
   headers?: Record<string, string>;
@@ -175,11 +180,18 @@ async function download(url: URL, dest: string, opts: FetchOptions): Promise<voi
         const length = Number(res.headers['content-length']);
         const total = Number.isFinite(length) ? start + length : undefined;
         let received = start;
+        // The size is known as soon as the answer starts: Kura's first IN_PROGRESS notification
+        // already carries it.
+        opts.onProgress?.(received, total);
         const progress = new Transform({
           transform(chunk: Buffer, _enc, cb) {
             received += chunk.length;
             if (received > opts.maxBytes) return cb(new Error(`${shown} is larger than ${opts.maxBytes} bytes`));
-            opts.onProgress?.(received, total);
+            try {
+              opts.onProgress?.(received, total);
+            } catch (err) {
+              return cb(err as Error);
+            }
             cb(null, chunk);
           },
         });

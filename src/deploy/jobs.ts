@@ -1,14 +1,21 @@
 // Install and uninstall jobs, applied one at a time in the order they were queued, as Kura's
-// single-thread "DeploymentAgent" executor does, with two changes so that a slow download cannot
-// hold the device's deployments hostage (docs/rest-api.md):
+// single-thread "DeploymentAgent" executor does, with these changes so that a slow download cannot
+// hold the device's deployments hostage nor fill its data partition (docs/rest-api.md "deploy/v2"):
 //
 // - A download (an install's `fetch` step) runs in its own lane, one at a time, before the job is
-//   applied. While installs are still downloading, an uninstall of an *installed* package is applied
-//   at once instead of waiting behind them; an install that downloads a package an uninstall queued
-//   after it has already removed is then skipped (CANCELLED), so the end state is the queue order's.
-//   Everything else keeps the queue order.
+//   applied. A job whose package is already on the device (an upload, a DEPLOY-V2 download kept for
+//   later) and an uninstall of an *installed* package are applied without waiting for downloads
+//   queued before them. A job that turns out to touch a package a job queued after it has already
+//   installed or removed is then skipped (CANCELLED, "superseded"), so the end state is the queue
+//   order's. An uninstall of a package that is not installed waits for the downloads before it (one
+//   of them may bring it), and so does everything queued after it.
 // - Any job that is queued or still downloading can be cancelled (`cancel`); the download's abort
 //   signal fires and the job ends CANCELLED. A job being applied (a local extract) runs to its end.
+// - The queue is bounded (QueueBudget): at most `maxJobs` jobs queued or running, uploads still
+//   being received included, and at most `maxBytes` of package files those jobs bring onto the
+//   device (uploads as they arrive, downloads by their declared size and as they arrive). A job
+//   over a bound is refused with QueueFullError before it is queued; an upload or download that
+//   grows past `maxBytes` ends there.
 //
 // Kura's repeat detection ("is this URL/name already pending?") is derived from the queue: a job
 // is pending while QUEUED or RUNNING and forgotten once it ends, whatever the outcome. Finished jobs
@@ -16,6 +23,7 @@
 // whether an install failed.
 
 import type { Logger } from '../log.js';
+import { DEPLOY_DEFAULTS } from './config.js';
 
 export type JobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
 /** `download`: a DEPLOY-V2 download kept for a later EXEC/install (docs/mqtt.md). */
@@ -42,10 +50,13 @@ export interface Job {
 export type JobWork = (job: Job) => Promise<void>;
 
 export interface JobSteps {
-  /** Runs in the download lane before `work`; must stop when `signal` aborts (cancel, deadline, stop). */
-  fetch?: (job: Job, signal: AbortSignal) => Promise<void>;
-  /** An uninstall that may be applied while earlier installs are still downloading. */
-  mayOvertakeDownloads?: () => boolean;
+  /**
+   * Runs in the download lane before `work`; must stop when `signal` aborts (cancel, deadline,
+   * stop), and tells `slot` the bytes it brings onto the device (`hold` throws past the bound).
+   */
+  fetch?: (job: Job, signal: AbortSignal, slot: QueueSlot) => Promise<void>;
+  /** A job without a download that must still wait for the downloads queued before it. */
+  waitsForDownloads?: () => boolean;
   /** Runs once the job has ended, however it ended (removes a downloaded file). */
   cleanup?: () => Promise<void>;
   /** Told the job as it ended (DEPLOY-V2's notifications), before `cleanup`. */
@@ -55,6 +66,76 @@ export interface JobSteps {
 /** Thrown by a job's work to end it CANCELLED rather than FAILED. */
 export class JobCancelled extends Error {}
 
+/** Bounds of the queue (the `deploy` keys `queue.max.jobs` and `queue.max.bytes`). */
+export interface QueueLimits {
+  maxJobs: number;
+  maxBytes: number;
+}
+
+/** A job refused, or a transfer ended, at a bound of the queue; the message names the bound (REST: 507). */
+export class QueueFullError extends Error {
+  override name = 'QueueFullError';
+}
+
+/**
+ * What the queue holds against its bounds: the number of jobs queued or running (with the uploads
+ * still being received, which will be jobs) and the bytes of the package files they brought.
+ */
+export class QueueBudget {
+  private slots = 0;
+  private bytes = 0;
+
+  constructor(public limits: QueueLimits) {}
+
+  /** A place for one job; throws QueueFullError when `maxJobs` are held already. */
+  reserve(): QueueSlot {
+    if (this.slots >= this.limits.maxJobs) {
+      throw new QueueFullError(`Insufficient storage: the deployment queue holds its limit of ${this.limits.maxJobs} jobs (deploy.queue.max.jobs); try again once one has ended`);
+    }
+    this.slots++;
+    return new QueueSlot(this);
+  }
+
+  /** Changes the bytes held by `delta`; throws QueueFullError (and changes nothing) past `maxBytes`. */
+  take(delta: number): void {
+    if (delta > 0 && this.bytes + delta > this.limits.maxBytes) {
+      throw new QueueFullError(`Insufficient storage: the packages waiting in the deployment queue would exceed deploy.queue.max.bytes (${this.limits.maxBytes} bytes)`);
+    }
+    this.bytes += delta;
+  }
+
+  free(slotBytes: number): void {
+    this.slots--;
+    this.bytes -= slotBytes;
+  }
+}
+
+/** One job's place in the queue and the bytes of its package file; released once the job ended. */
+export class QueueSlot {
+  private held = 0;
+  private released = false;
+
+  constructor(private readonly budget: QueueBudget) {}
+
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** The file now takes `bytes`; throws QueueFullError when that would take the queue past its byte bound. */
+  hold(bytes: number): void {
+    if (this.released) return;
+    this.budget.take(bytes - this.held);
+    this.held = bytes;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.budget.free(this.held);
+    this.held = 0;
+  }
+}
+
 interface Entry {
   job: Job;
   /** The exact pending key (Kura compares the raw string, no normalisation). */
@@ -63,6 +144,7 @@ interface Entry {
   steps: JobSteps;
   abort: AbortController;
   fetched: boolean;
+  slot: QueueSlot;
 }
 
 const now = () => new Date().toISOString();
@@ -75,21 +157,39 @@ export class JobQueue {
   private downloading = false;
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
+  readonly budget: QueueBudget;
 
   constructor(
     private readonly log: Logger,
     private readonly keep = 50,
-  ) {}
+    limits: QueueLimits = { maxJobs: DEPLOY_DEFAULTS['queue.max.jobs'], maxBytes: DEPLOY_DEFAULTS['queue.max.bytes'] },
+  ) {
+    this.budget = new QueueBudget(limits);
+  }
+
+  /** A place in the queue for a job about to be queued (an upload being received); see QueueBudget. */
+  reserve(): QueueSlot {
+    return this.budget.reserve();
+  }
 
   /** True while an install of exactly this key is queued or running. */
   isPending(kind: JobKind, key: string): boolean {
     return this.entries.some((e) => e.job.kind === kind && e.key === key && pending(e.job.state));
   }
 
-  enqueue(kind: JobKind, key: string, fields: Pick<Job, 'url' | 'name'>, work: JobWork, steps: JobSteps = {}): Job {
-    if (this.stopped) throw new Error('deployment jobs are stopped');
+  /**
+   * Queues a job in `slot` (reserved for it before, as for an upload; else one is reserved here).
+   * Throws QueueFullError at the queue's bound of jobs; the slot is released when the job ends, or
+   * at once when it cannot be queued.
+   */
+  enqueue(kind: JobKind, key: string, fields: Pick<Job, 'url' | 'name'>, work: JobWork, steps: JobSteps = {}, slot?: QueueSlot): Job {
+    if (this.stopped) {
+      slot?.release();
+      throw new Error('deployment jobs are stopped');
+    }
+    slot ??= this.budget.reserve();
     const job: Job = { id: this.nextId++, kind, ...fields, state: 'QUEUED', queuedAt: now() };
-    this.entries.push({ job, key, work, steps, abort: new AbortController(), fetched: !steps.fetch });
+    this.entries.push({ job, key, work, steps, abort: new AbortController(), fetched: !steps.fetch, slot });
     this.trim();
     this.pump();
     return job;
@@ -100,9 +200,15 @@ export class JobQueue {
     return this.entries.map((e) => ({ ...e.job }));
   }
 
-  /** True when an uninstall of `name` queued after job `id` has ended (it superseded that install). */
-  uninstalledAfter(id: number, name: string): boolean {
-    return this.entries.some((e) => e.job.id > id && e.job.kind === 'uninstall' && e.key === name && !pending(e.job.state));
+  /**
+   * The job queued after job `id` that has already installed or removed package `name` (it
+   * overtook job `id` while that one downloaded, so job `id` must not undo it), if any.
+   */
+  supersededBy(id: number, name: string): Job | undefined {
+    const e = this.entries.find(
+      (x) => x.job.id > id && ((x.job.kind === 'uninstall' && x.key === name && !pending(x.job.state)) || (x.job.kind === 'install' && x.job.name === name && x.job.state === 'SUCCEEDED')),
+    );
+    return e && { ...e.job };
   }
 
   /**
@@ -156,9 +262,10 @@ export class JobQueue {
     } catch (err) {
       this.log.warn('job end listener failed', { job: job.id, error: (err as Error).message });
     }
-    // Idle (and the next job) only once the job's files are gone.
+    // Idle (and the next job, and its place in the queue) only once the job's files are gone.
     const cleaned = e.steps.cleanup?.().catch((err) => this.log.warn('job clean-up failed', { job: job.id, error: (err as Error).message }));
     void Promise.resolve(cleaned).then(() => {
+      e.slot.release();
       if (!this.entries.some((x) => pending(x.job.state))) {
         const waiters = this.idleWaiters;
         this.idleWaiters = [];
@@ -186,7 +293,10 @@ export class JobQueue {
     }
   }
 
-  /** The first job in queue order that can be applied now (see the header). */
+  /**
+   * The first job in queue order whose package is here; downloads still running ahead of it do
+   * not hold it, unless it must wait for them, which then holds every job after it (see the header).
+   */
   private nextToApply(): Entry | undefined {
     let downloadsAhead = false;
     for (const e of this.entries) {
@@ -195,8 +305,8 @@ export class JobQueue {
         downloadsAhead = true;
         continue;
       }
-      if (!downloadsAhead || e.steps.mayOvertakeDownloads?.()) return e;
-      return undefined;
+      if (downloadsAhead && e.steps.waitsForDownloads?.()) return undefined;
+      return e;
     }
     return undefined;
   }
@@ -207,7 +317,7 @@ export class JobQueue {
     job.state = 'RUNNING';
     job.phase = 'download';
     job.startedAt = now();
-    e.steps.fetch!(job, e.abort.signal).then(
+    e.steps.fetch!(job, e.abort.signal, e.slot).then(
       () => {
         this.downloading = false;
         if (e.abort.signal.aborted) return this.ended(e, e.abort.signal.reason);

@@ -12,7 +12,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import type { DeployConfig } from './config.js';
-import { JobCancelled, JobQueue, type Job, type JobSteps } from './jobs.js';
+import { JobCancelled, JobQueue, type Job, type JobSteps, type QueueLimits, type QueueSlot } from './jobs.js';
 import { PackageStore, type ArchiveCheck, type InstalledPackage } from './store.js';
 import { checkInstallUrl, fetchPackage, fetchText, redactUrl } from './fetch.js';
 import { descriptorApiUrl, descriptorFromXml, nodeIdOf, type PackageDescriptor } from './descriptor.js';
@@ -45,7 +45,7 @@ export class DeploymentService {
     this.log = opts.log.child({ component: 'deploy' });
     this.config = opts.config;
     this.store = new PackageStore({ dataDir: opts.dataDir, log: this.log, limits: opts.zipLimits, check: opts.check });
-    this.jobs = new JobQueue(this.log);
+    this.jobs = new JobQueue(this.log, undefined, limitsOf(opts.config));
   }
 
   /** Loads the store and starts every installed package's code, in install order. */
@@ -72,6 +72,16 @@ export class DeploymentService {
   /** Applies a reloaded `deploy` section (limits, timeouts, folders) to later requests. */
   reconfigure(config: DeployConfig): void {
     this.config = config;
+    // Later jobs meet the new bounds; jobs already queued stay.
+    this.jobs.budget.limits = limitsOf(config);
+  }
+
+  /**
+   * A place in the queue for an upload about to be received, holding its bytes as they arrive
+   * (`hold`); hand it to `installUploaded`, or `release` it. Throws QueueFullError at the bound.
+   */
+  reserveUpload(): QueueSlot {
+    return this.jobs.reserve();
   }
 
   get settings(): Readonly<DeployConfig> {
@@ -101,7 +111,10 @@ export class DeploymentService {
     return this.store.incomingPath();
   }
 
-  /** Queues an install from a URL. Throws UrlRefusedError for a URL that can never be installed. */
+  /**
+   * Queues an install from a URL. Throws UrlRefusedError for a URL that can never be installed,
+   * QueueFullError when the queue is at its bound of jobs.
+   */
   requestInstall(rawUrl: string): DeploymentRequestStatus {
     if (this.jobs.isPending('install', rawUrl)) return 'INSTALLING';
     const cfg = this.config;
@@ -109,7 +122,7 @@ export class DeploymentService {
     const file = this.store.incomingPath();
     this.jobs.enqueue('install', rawUrl, { url: redactUrl(rawUrl) }, (job) => this.installFile(file, job), {
       // Downloads run in their own lane, bounded by download.deadline and cancellable (jobs.ts).
-      fetch: (_job, signal) =>
+      fetch: (_job, signal, slot) =>
         fetchPackage(url, file, {
           timeoutMs: cfg['download.timeout'],
           deadlineMs: cfg['download.deadline'],
@@ -117,6 +130,7 @@ export class DeploymentService {
           maxRedirects: cfg['download.max.redirects'],
           allowedDirs: cfg['file.allowed.dirs'],
           signal,
+          onProgress: holdBytes(slot),
         }),
       cleanup: () => fsp.rm(file, { force: true }),
     });
@@ -124,17 +138,12 @@ export class DeploymentService {
   }
 
   /**
-   * Queues the install of an uploaded file already written to `file` (from `incomingPath()`);
-   * the file is removed when the job ends. Uploads never repeat: each is a new file (as in Kura).
+   * Queues the install of an uploaded file already written to `file` (from `incomingPath()`) in
+   * the `slot` it was received in (`reserveUpload`); the file is removed when the job ends.
+   * Uploads never repeat: each is a new file (as in Kura).
    */
-  installUploaded(file: string, originalName: string): DeploymentRequestStatus {
-    this.jobs.enqueue('install', file, { url: `upload:${originalName}` }, async (job) => {
-      try {
-        await this.installFile(file, job);
-      } finally {
-        await fsp.rm(file, { force: true });
-      }
-    });
+  installUploaded(file: string, originalName: string, slot: QueueSlot): DeploymentRequestStatus {
+    this.jobs.enqueue('install', file, { url: `upload:${originalName}` }, (job) => this.installFile(file, job), { cleanup: () => fsp.rm(file, { force: true }) }, slot);
     return 'REQUEST_RECEIVED';
   }
 
@@ -166,7 +175,8 @@ export class DeploymentService {
     const cfg = this.config;
     let done = false;
     const steps: JobSteps = {
-      fetch: async (_job, signal) => {
+      fetch: async (_job, signal, slot) => {
+        const hold = holdBytes(slot);
         if (!o.reuse) await fetchPackage(o.url, o.file, {
           timeoutMs: o.timeoutMs ?? cfg['download.timeout'],
           deadlineMs: cfg['download.deadline'],
@@ -174,7 +184,10 @@ export class DeploymentService {
           maxRedirects: cfg['download.max.redirects'],
           allowedDirs: [],
           headers: o.headers,
-          onProgress: o.onProgress,
+          onProgress: (received, total) => {
+            hold(received, total);
+            o.onProgress(received, total);
+          },
           signal,
         });
         await o.afterFetch();
@@ -206,8 +219,9 @@ export class DeploymentService {
         await this.store.remove(name);
         this.log.info('package uninstalled', { package: name });
       },
-      // Removing an installed package need not wait for slow downloads queued before it.
-      { mayOvertakeDownloads: () => this.store.get(name) !== undefined, onEnd },
+      // Removing an installed package need not wait for slow downloads queued before it; one
+      // that is not installed yet may come with one of them.
+      { waitsForDownloads: () => this.store.get(name) === undefined, onEnd },
     );
     return 'REQUEST_RECEIVED';
   }
@@ -238,8 +252,10 @@ export class DeploymentService {
 
   private async installFile(file: string, job: Job): Promise<void> {
     const { pkg, replaced } = await this.store.install(file, (m) => {
-      // An uninstall queued after this install already ran while it downloaded: queue order wins.
-      if (this.jobs.uninstalledAfter(job.id, m.name)) throw new JobCancelled(`superseded by the later uninstall of ${m.name}`);
+      // A job queued after this install already installed or removed the package while this one
+      // downloaded: queue order wins.
+      const later = this.jobs.supersededBy(job.id, m.name);
+      if (later) throw new JobCancelled(`superseded by the later ${later.kind} of ${m.name}`);
     });
     job.name = pkg.name;
     job.version = pkg.version;
@@ -255,4 +271,17 @@ export class DeploymentService {
   private loadable(pkg: InstalledPackage) {
     return { name: pkg.name, version: pkg.version, dir: this.store.dirOf(pkg), extensions: pkg.extensions };
   }
+}
+
+function limitsOf(config: DeployConfig): QueueLimits {
+  return { maxJobs: config['queue.max.jobs'], maxBytes: config['queue.max.bytes'] };
+}
+
+/**
+ * A download's progress as the bytes its job holds in the queue: the declared size as soon as the
+ * server names it (a transfer that cannot fit is refused before it fills the disk), else what has
+ * arrived so far.
+ */
+function holdBytes(slot: QueueSlot): (received: number, total: number | undefined) => void {
+  return (received, total) => slot.hold(Math.max(received, total ?? 0));
 }

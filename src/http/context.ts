@@ -86,6 +86,12 @@ export class RequestContext {
   responded = false;
   /** Set by the server: deadline and slots for reading a body into memory (BodyGate in body.ts). */
   bodyGate: BodyAdmission | undefined;
+  /**
+   * The answer goes out without the response filters: set by a stage that refuses a request before
+   * authentication ran (cross-site.ts), whose answer the filters, which act on authentication's
+   * outcome, must not rewrite.
+   */
+  unfiltered = false;
 
   constructor(
     readonly req: IncomingMessage,
@@ -128,7 +134,7 @@ export class RequestContext {
       'x-content-type-options': 'nosniff',
     };
     if (extra !== undefined) Object.assign(headers, extra);
-    for (const f of this.filters) status = f(this, status, headers);
+    if (!this.unfiltered) for (const f of this.filters) status = f(this, status, headers);
     if (body !== undefined && status !== 204 && status !== 304) {
       headers['content-type'] = contentType ?? 'application/octet-stream';
       const length = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.length;

@@ -1,8 +1,9 @@
 // The HTTP edge: listeners on every configured port, the request pipeline and the route table.
 //
 // Pipeline, in the order of Kura's RestService: route matching (404/405) → pipeline stages
-// (allowed ports, authentication, authorisation — installed by the auth layer) → handler → response
-// filters (403→401 rewrite, WWW-Authenticate). Each API family brings its own error shape.
+// (allowed ports, the cross-site refusal of cross-site.ts, authentication, authorisation — the
+// daemon lists them) → handler → response filters (403→401 rewrite, WWW-Authenticate). Each API
+// family brings its own error shape.
 
 import http from 'node:http';
 import type https from 'node:https';

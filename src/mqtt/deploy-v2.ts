@@ -13,7 +13,7 @@ import { nodeCrypto } from '../core/builtin.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { DeploymentService } from '../deploy/service.js';
-import type { Job } from '../deploy/jobs.js';
+import { QueueFullError, type Job } from '../deploy/jobs.js';
 import type { Logger } from '../log.js';
 import type { ApplicationContext, MqttApplication } from './applications.js';
 import type { MqttRequest, MqttResponse } from './envelope.js';
@@ -168,9 +168,9 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
     let nextNotice = 0;
     let fetched = false;
     let verified = false;
-    current = d;
-    notify('IN_PROGRESS', undefined, -1, 0);
-    d.job = deploy.requestDownload({
+    // The first IN_PROGRESS notification goes out when the server's answer starts (onProgress), so
+    // that it carries the declared size as Kura's does; −1 only when the server sends no length.
+    const job = queued(() => deploy.requestDownload({
       url,
       file,
       install,
@@ -190,7 +190,7 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
         fetched = true;
         d.status = 'COMPLETED';
         if (reuse) notify('COMPLETED', undefined, 0, 100);
-        else notify('COMPLETED', undefined, d.size < 0 ? d.received : d.size, 100);
+        else notify('COMPLETED', undefined, d.size, 100);
         if (hash !== undefined) await checkHash(file, hash);
         verified = true;
       },
@@ -207,7 +207,10 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
           jobNotice(ctx, 'install', jobId, path.basename(file), job);
         }
       },
-    });
+    }));
+    if ('code' in job) return job;
+    d.job = job;
+    current = d;
     log.info('DEPLOY-V2 download requested', { job: d.job.id, url: d.job.url, file: path.basename(file), install });
     return { code: 200 };
   }
@@ -231,7 +234,10 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
     const file = path.join(deploy.downloadsDir(), fileNameOf(name, version));
     const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(ctx, 'install', jobId, path.basename(file), job);
     if (!fs.existsSync(file)) setImmediate(() => notify({ state: 'FAILED', error: `${path.basename(file)} has not been downloaded` }));
-    else deploy.requestFileInstall(file, notify);
+    else {
+      const job = queued(() => deploy.requestFileInstall(file, notify));
+      if ('code' in job) return job;
+    }
     return { code: 200 };
   }
 
@@ -242,7 +248,10 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
     const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(ctx, 'uninstall', jobId, name, job);
     // Kura reports COMPLETED for a package that is not installed.
     if (!deploy.list().some((x) => x.name === name)) setImmediate(() => notify({ state: 'SUCCEEDED' }));
-    else deploy.requestUninstall(name, notify);
+    else {
+      const status = queued(() => deploy.requestUninstall(name, notify));
+      if (typeof status === 'object') return status;
+    }
     return { code: 200 };
   }
 
@@ -281,6 +290,16 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
       }
     },
   };
+}
+
+/** A job queued, or the reply when the queue is at a bound: 500 with the message naming the bound. */
+function queued<T>(enqueue: () => T): T | MqttResponse {
+  try {
+    return enqueue();
+  } catch (err) {
+    if (err instanceof QueueFullError) return { code: 500, message: err.message };
+    throw err;
+  }
 }
 
 function progressOf(d: Download): number {

@@ -92,10 +92,12 @@ t.test('the deploy config section', async (t) => {
   t.same(d.value, {
     'marketplace.url': 'https://marketplace.eclipse.org', 'gateway.version': '5.4.0', 'upload.max.bytes': 67108864,
     'download.timeout': 60000, 'download.max.redirects': 5, 'file.allowed.dirs': ['/tmp'], 'trust.anchors': [], 'unsigned.allowed': true, 'download.deadline': 600000,
+    'queue.max.jobs': 16, 'queue.max.bytes': 134217728,
   });
   const bad = validateDeploySection({
     'marketplace.url': 'ftp://x', 'upload.max.bytes': 0, 'download.timeout': 1.5, 'download.max.redirects': 99,
     'file.allowed.dirs': '/tmp', 'trust.anchors': ['relative.pem', '/nonexistent/key.pem'], typo: 1,
+    'queue.max.jobs': 1001, 'queue.max.bytes': 0,
   }, 'deploy');
   t.same(bad.problems.map((p) => [p.path, p.severity]), [
     ['deploy.typo', 'error'],
@@ -103,9 +105,15 @@ t.test('the deploy config section', async (t) => {
     ['deploy.upload.max.bytes', 'error'],
     ['deploy.download.timeout', 'error'],
     ['deploy.download.max.redirects', 'error'],
+    ['deploy.queue.max.jobs', 'error'],
+    ['deploy.queue.max.bytes', 'error'],
     ['deploy.file.allowed.dirs', 'error'],
     ['deploy.trust.anchors[0]', 'error'],
     ['deploy.trust.anchors[1]', 'warning'],
   ]);
   t.equal(validateDeploySection({ 'marketplace.url': 'http://h:1/mp/' }).value['marketplace.url'], 'http://h:1/mp', 'trailing slash dropped');
+  // The queue's bounds (docs/configuration.md "deploy"): each range's ends, and one past them.
+  t.same(validateDeploySection({ 'queue.max.jobs': 1000, 'queue.max.bytes': 1 }).problems, [], 'queue.max.jobs 1000, queue.max.bytes 1');
+  t.same(validateDeploySection({ 'queue.max.jobs': 1 }).problems, [], 'queue.max.jobs 1');
+  t.match(validateDeploySection({ 'queue.max.jobs': 0, 'queue.max.bytes': 0.5 }).problems.map((p) => [p.path, p.message]), [['deploy.queue.max.jobs', /at least 1/], ['deploy.queue.max.bytes', /integer/]]);
 });
