@@ -12,6 +12,7 @@ import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
 import { changeRefusal, heapBound, weigh, type Weight } from '../config/heap.js';
+import { imageListeners, listenerDifferences, listenerProblems, listenerSettingsOf, portProblems, type ListenerSettings } from './listeners.js';
 
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
 /** Texts shorter than this are kept as they are: node:zlib (compiled at its first use) only for large configurations. */
@@ -122,6 +123,8 @@ export interface ServiceOptions {
   log: Logger;
   /** Applies a validated configuration live (the daemon's reload path). */
   apply(config: Config): Promise<void>;
+  /** The ports the daemon listens on now: a changed port list probes only the others. */
+  listeningPorts?: () => readonly number[];
   /**
    * What the daemon was started with (`loadEffective` of the same file, moments before): taken over
    * instead of reading and validating the file again, so that the service and the running
@@ -195,6 +198,7 @@ export class ConfigurationService {
     mutate(layer);
     const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (weight) => this.fits(weight));
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
+    await this.refuseUnusable(next);
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
     const httpChanged = listeners(next.config) !== listeners(this.state.config);
@@ -214,6 +218,32 @@ export class ConfigurationService {
   private fits(weight: Weight): void {
     const why = changeRefusal(weight, this.state.weight, heapBound());
     if (why) throw new ConfigError(413, why);
+  }
+
+  /**
+   * What would stop the next start from working as asked, refused now with the property named:
+   * listener settings that cannot open (docs/configuration-v2.md "Listener settings").
+   */
+  private async refuseUnusable(next: Loaded): Promise<void> {
+    const now = listenerSettingsOf(this.state.config);
+    const wanted = listenerSettingsOf(next.config);
+    const problems: Problem[] = [];
+    if (listenerDifferences(now, wanted).length > 0) {
+      problems.push(...listenerProblems(wanted, imageListeners(next.image, this.opts.file)));
+      if (problems.length === 0) problems.push(...(await portProblems(wanted.http, new Set(this.opts.listeningPorts?.() ?? []))));
+    }
+    if (problems.length > 0) throw new ConfigError(400, problems.map((e) => `${locate(e.path, next.effective)}: ${e.message}`).join('; '));
+  }
+
+  /**
+   * When the configuration in force changes the image file's listener settings: the image's, and
+   * which properties differ (configuration file key paths). The daemon opens those when the runtime
+   * layer's listeners cannot open (docs/configuration-v2.md "Listener settings").
+   */
+  listenerFallback(): { settings: ListenerSettings; properties: string[] } | undefined {
+    const settings = imageListeners(this.state.image, this.opts.file);
+    const properties = listenerDifferences(listenerSettingsOf(this.state.config), settings);
+    return properties.length > 0 ? { settings, properties } : undefined;
   }
 
   /** SIGHUP: the file again, with the runtime layer on top. A bad result keeps what runs. */
