@@ -44,8 +44,11 @@ function fits(svc: Svc, cs: Component[]): Component[] {
 }
 const byPids = (svc: Svc, body: unknown) => pids(body).flatMap((p) => svc.component(p) ?? []);
 
-/** Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password. */
-function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Props {
+/**
+ * Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password.
+ * `given` collects the PASSWORD properties set to a new value.
+ */
+function layerProps(svc: Svc, c: Component, props: Record<string, unknown>, given?: Set<string>): Props {
   const ads = adsById(ocdOf(c, svc.effective, svc.registry));
   const out: Props = {};
   for (const [k, p] of Object.entries(props)) {
@@ -58,12 +61,14 @@ function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Pro
     }
     const secret = ad?.type === 'PASSWORD' || (p as Props).type === 'PASSWORD';
     if (!/^(kura\.service\.pid|service\.(factoryPid|pid))$/.test(k) && !(secret && v === PLACEHOLDER)) setOwn(out, k, v);
+    if (secret && v !== PLACEHOLDER && v !== null) given?.add(k);
   }
   return out;
 }
 
 function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
   const todo: { c: Component; props: Props }[] = [];
+  const secrets = new Map<string, Set<string>>();
   const taken = new Set(svc.components().map((c) => c.pid));
   for (const item of field(body, 'configs', 'array')) {
     if (!isObj(item)) throw bad('component configuration objects cannot be null');
@@ -80,7 +85,9 @@ function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
       item.properties ??= {};
     } else if (typeof item.pid !== 'string') throw bad('parameter "pid" is required');
     if (!isObj(item.properties)) throw bad('parameter "properties" is required');
-    const props = layerProps(svc, c ?? { pid: '', props: {} }, item.properties);
+    const given = new Set<string>();
+    const props = layerProps(svc, c ?? { pid: '', props: {} }, item.properties, given);
+    if (c) secrets.set(c.pid, new Set([...(secrets.get(c.pid) ?? []), ...given]));
     if (c) todo.push({ c, props }); // Kura ignores the update of an unknown pid
   }
   return svc.change((layer) => {
@@ -91,7 +98,7 @@ function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
       if (create || !has) setOwn(layer.components, c.pid, { factoryPid: c.factoryPid, pinned: create || undefined, props: {} });
       for (const [k, v] of Object.entries(props)) if (!(create && v === null)) setOwn(layer.components[c.pid].props, k, v);
     }
-  }, snap(body), { by });
+  }, snap(body), { by, secrets });
 }
 
 /** Who sends a request, for the properties reserved to kura.admin (over MQTT: the requester's permissions). */

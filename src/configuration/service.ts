@@ -13,6 +13,7 @@ import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
 import { changeRefusal, heapBound, weigh, type Weight } from '../config/heap.js';
 import { isAdmin, reservedChange, reservedRefusal, type ChangeActor } from './reserved.js';
+import { movedSecret, movedSecretMessage, type GivenSecrets } from './secrets.js';
 import { imageListeners, listenerDifferences, listenerProblems, listenerSettingsOf, portProblems, type ListenerSettings } from './listeners.js';
 import { loadTrustAnchors } from '../deploy/signature.js';
 
@@ -119,9 +120,10 @@ const layerIsEmpty = (l: Layer): boolean => l.deleted.length === 0 && Object.key
 /** A refusal answered 400 (or 500 where Kura does) with `{"message": …}`. */
 export class ConfigError extends RequestError {}
 
-/** Who asks for a change. */
+/** Who asks for a change, and the secrets an update gives anew (absent: the rule on secrets does not apply, as for a rollback). */
 export interface ChangeRequest {
   by: ChangeActor;
+  secrets?: GivenSecrets;
 }
 
 export interface ServiceOptions {
@@ -199,7 +201,8 @@ export class ConfigurationService {
   /**
    * Validates the layer `mutate` makes, stores it, applies it. Returns, for a change of the `http`
    * component, the message that it takes effect at the next start. `by` is who asks (reserved
-   * properties, docs/configuration-v2.md "Reserved to kura.admin").
+   * properties, docs/configuration-v2.md "Reserved to kura.admin"); `secrets`, for an update, the
+   * PASSWORD properties it gives anew (the others may not follow a changed endpoint).
    */
   async change(mutate: (layer: Layer) => void, takeSnapshot: boolean, req: ChangeRequest): Promise<string | undefined> {
     const layer = structuredClone(this.state.layer);
@@ -207,6 +210,10 @@ export class ConfigurationService {
     this.refuseReserved(layer, req.by);
     const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (weight) => this.fits(weight));
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
+    if (req.secrets) {
+      const m = movedSecret(this.state.config, next.config, this.state.image, req.secrets, this.registry);
+      if (m) throw new ConfigError(400, movedSecretMessage(m));
+    }
     await this.refuseUnusable(next);
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
@@ -281,7 +288,8 @@ export class ConfigurationService {
   }
 
   /**
-   * Restores snapshot `id` as the runtime layer: every property of the snapshot is pinned.
+   * Restores snapshot `id` as the runtime layer: every property of the snapshot is pinned. A
+   * snapshot's secrets come with the endpoints they were stored with.
    */
   rollback(id: number, by: ChangeActor): Promise<string | undefined> {
     const snap = this.store.readSnapshot(id);
