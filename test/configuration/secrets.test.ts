@@ -73,21 +73,21 @@ t.test('the MQTT password does not follow a changed broker-url or username', mos
     const n = connects();
     const r = await update({ 'keep-alive': { type: 'INTEGER', value: 20 }, password: { type: 'PASSWORD', value: 'placeholder' } });
     t.equal(r.status, 200);
-    await until(() => connects() > n, 10_000, 'reconnect with the kept password');
+    await until(() => connects() > n, 20_000, 'reconnect with the kept password');
     t.pass('connected again to the broker that requires the password');
   });
 
   t.test('REST: with a new password the change goes through; only that one is sent', async (t) => {
     const r = await update({ 'broker-url': S(other.url), password: { type: 'PASSWORD', value: 'For-The-Other-Host' } });
     t.equal(r.status, 200);
-    await until(() => passwordsAtOther().length > 0, 10_000, 'CONNECT at the other host');
+    await until(() => passwordsAtOther().length > 0, 20_000, 'CONNECT at the other host');
     t.same([...new Set(passwordsAtOther())], ['For-The-Other-Host'], 'the new password, never the stored one');
     // Back to the first broker: its password must be given again, too.
     const back = await update({ 'broker-url': S(broker.url) });
     t.same([back.status, back.json()], [400, refusal('broker-url')], 'the other host\'s password does not follow back either');
     const n = connects();
     t.equal((await update({ 'broker-url': S(broker.url), password: { type: 'PASSWORD', value: SECRET } })).status, 200);
-    await until(() => connects() > n, 10_000, 'connected to the first broker again');
+    await until(() => connects() > n, 20_000, 'connected to the first broker again');
     t.notOk(d.logs.some((l) => l.includes(SECRET) || l.includes('For-The-Other-Host')), 'no password in the log');
   });
 
@@ -99,7 +99,7 @@ t.test('the MQTT password does not follow a changed broker-url or username', mos
     const body = JSON.stringify({ configs: [{ pid: MQTT, properties: { 'broker-url': S(other.url), password: { type: 'PASSWORD', value: 'placeholder' } } }], takeSnapshot: false });
     const pub = spawnSync('/usr/bin/mosquitto_pub', ['-h', '127.0.0.1', '-p', String(broker.port), '-u', 'kapua', '-P', 'Kapua-Secret-1', '-q', '1', '-t', '$EDC/acct/dev1/CONF-V2/PUT/configurableComponents/configurations/_update/kapua/r1', '-m', body], { encoding: 'utf8' });
     t.equal(pub.status, 0, pub.stderr);
-    await until(() => sub.lines.length > 0, 10_000, 'CONF-V2 reply');
+    await until(() => sub.lines.length > 0, 20_000, 'CONF-V2 reply');
     const reply = JSON.parse(sub.lines[0].slice(sub.lines[0].indexOf(' ') + 1));
     t.same(reply, { 'response.code': 400, ...refusal('broker-url') });
     await new Promise((r) => setTimeout(r, 500));
