@@ -81,10 +81,9 @@ export class DeploymentService {
    * the next install applied, also one queued before (docs/configuration.md "deploy").
    */
   reconfigure(config: DeployConfig): void {
-    if (!this.opts.check && (JSON.stringify(config['trust.anchors']) !== JSON.stringify(this.config['trust.anchors']) || config['unsigned.allowed'] !== this.config['unsigned.allowed'])) {
-      this.archiveCheck = archiveCheckOf(config);
-      this.log.info('package trust settings applied', { anchors: config['trust.anchors'].length, unsignedAllowed: config['unsigned.allowed'] });
-    }
+    const changed = JSON.stringify(config['trust.anchors']) !== JSON.stringify(this.config['trust.anchors']) || config['unsigned.allowed'] !== this.config['unsigned.allowed'];
+    if (!this.opts.check) this.archiveCheck = archiveCheckOf(config);
+    if (changed) this.log.info('package trust settings applied', { anchors: config['trust.anchors'].length, unsignedAllowed: config['unsigned.allowed'] });
     this.config = config;
   }
 

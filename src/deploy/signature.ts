@@ -69,11 +69,13 @@ export const refuseUnsigned: ArchiveCheck = async () => {
 
 /**
  * The check a `deploy` section asks for: signatures by its trust anchors, else every package refused
- * when `unsigned.allowed` is false, else none.
+ * when `unsigned.allowed` is false, else none. Anchor files are read at each check, so a replaced
+ * file counts from the next install on.
  */
 export function archiveCheckOf(config: Pick<DeployConfig, 'trust.anchors' | 'unsigned.allowed'>): ArchiveCheck | undefined {
   const anchors = config['trust.anchors'];
-  return anchors.length > 0 ? signatureCheck(anchors) : config['unsigned.allowed'] ? undefined : refuseUnsigned;
+  if (anchors.length > 0) return (zip, manifest) => signatureCheck(anchors)(zip, manifest);
+  return config['unsigned.allowed'] ? undefined : refuseUnsigned;
 }
 
 /** A store check refusing packages without a valid signature by one of `anchors`. */

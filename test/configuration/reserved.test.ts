@@ -206,6 +206,15 @@ t.test('trust anchors and unsigned.allowed apply to the next install', async (t)
   t.equal((await admin.update([{ pid: DEPLOY, properties: { 'unsigned.allowed': B(true) } }])).status, 200);
   t.equal((await install(pkg(false))).state, 'SUCCEEDED', 'unsigned.allowed true again: accepted');
 
+  // An anchor given as a file is read at each install: replacing the file counts from the next one.
+  const anchorFile = path.join(pkgDir, 'anchor.pem');
+  fs.writeFileSync(anchorFile, anchor);
+  t.equal((await admin.update([{ pid: DEPLOY, properties: { 'trust.anchors': SA(anchorFile) } }])).status, 200);
+  t.equal((await install(pkg(true))).state, 'SUCCEEDED', 'signed by the key in the anchor file');
+  fs.writeFileSync(anchorFile, crypto.generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString());
+  t.match(await install(pkg(true)), { state: 'FAILED', error: /does not verify/ }, 'the anchor file replaced by another key');
+  t.equal((await admin.update([{ pid: DEPLOY, properties: { 'trust.anchors': { type: 'STRING', value: [] } } }])).status, 200);
+
   // Anchors that cannot be loaded are refused, not stored to fail every install later.
   for (const bad of ['/nonexistent/anchor.pem', '-----BEGIN PUBLIC KEY-----\nbm90IGEga2V5\n-----END PUBLIC KEY-----\n']) {
     const r = await admin.update([{ pid: DEPLOY, properties: { 'trust.anchors': SA(bad) } }]);
