@@ -1,15 +1,12 @@
 // The daemon, assembled in one place from parts that can each be started in a test.
 
-import fs from 'node:fs';
 import path from 'node:path';
-import type tls from 'node:tls';
-import { lazyBuiltin, nodeCrypto } from './core/builtin.js';
 import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import type { Config } from './config/config.js';
-import { DEFAULT_LIMITS, HttpServer, type ListenSpec, type TlsMaterial } from './http/server.js';
-import { ensureSelfSigned } from './http/selfsigned.js';
+import { DEFAULT_LIMITS, HttpServer } from './http/server.js';
+import { openListeners, readCrl } from './http/listen.js';
 import { refuseCrossSite } from './http/cross-site.js';
 import { openDataDir } from './store/datadir.js';
 import { DriverRegistry } from './drivers/registry.js';
@@ -36,6 +33,8 @@ import { mountConsole } from './console/serve.js';
 import { mountDeployApi } from './api/deploy.js';
 import { ConfigurationService, type Loaded } from './configuration/service.js';
 import { configurationFamily } from './configuration/handler.js';
+import { listenerSettingsOf, listenerText, withListeners } from './configuration/listeners.js';
+import type { ListenerRefusal } from './configuration/store.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -68,6 +67,8 @@ export class Daemon {
   config: Config;
 
   private loaded: Loaded | undefined;
+  /** Set when the runtime layer's listener settings could not open at start (listen()). */
+  private listenersRefused: ListenerRefusal | undefined;
 
   constructor(opts: DaemonOptions) {
     this.config = opts.config;
@@ -122,10 +123,11 @@ export class Daemon {
     const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
     const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
-    this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }) }));
+    this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }), listenersRefused: () => this.listenersRefused }));
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
     if (cfg.file) {
-      this.configuration = await ConfigurationService.start({ file: cfg.file, registry: this.registry, log, apply: (c) => this.apply(c), loaded: this.loaded });
+      const listeningPorts = () => http.listeners().map((l) => l.port);
+      this.configuration = await ConfigurationService.start({ file: cfg.file, registry: this.registry, log, apply: (c) => this.apply(c), loaded: this.loaded, listeningPorts });
       this.loaded = undefined;
       this.mount(configurationFamily(this.configuration));
     }
@@ -147,45 +149,30 @@ export class Daemon {
     log.always('gatewayd ready', { version: VERSION, ports, pid: process.pid });
   }
 
+  /**
+   * Opens the listeners. When those of the runtime layer cannot open (a port taken since, a file
+   * changed since: what the checks of a change could not foresee), the image file's listener
+   * settings are opened instead, the refusal is logged with the properties set aside, kept for
+   * check-config and shown in system/v1 status (docs/configuration-v2.md "Listener settings").
+   */
   private async listen(): Promise<void> {
-    const h = this.config.http;
-    const specs: ListenSpec[] = h['http.ports'].map((port) => ({ port, kind: 'http' as const }));
-    const tlsPorts = h['https.ports'].length + h['https.client.auth.ports'].length;
-    let tls: TlsMaterial | undefined;
-    if (tlsPorts > 0) {
-      if (h['https.keystore.cert'] && h['https.keystore.key']) {
-        tls = { cert: fs.readFileSync(h['https.keystore.cert']), key: fs.readFileSync(h['https.keystore.key']) };
-      } else {
-        const ss = ensureSelfSigned(this.config.dataDir);
-        if (ss.generated) this.log.warn('no keystore configured: generated a self-signed certificate', { dir: this.config.dataDir });
-        // What a technician compares with the browser's certificate view (docs/installation.md).
-        this.log.always('self-signed certificate', { sha256: new (nodeCrypto().X509Certificate)(ss.cert).fingerprint256 });
-        tls = { cert: ss.cert, key: ss.key };
-      }
-      specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));
-      if (h['https.client.auth.ports'].length > 0) {
-        const ts = h['https.truststore'];
-        const crl = h['https.truststore.crl'];
-        let revoked: Buffer | undefined;
-        try {
-          revoked = crl ? readCrl(crl) : undefined;
-        } catch (err) {
-          // A revocation list that cannot be used must not let revoked certificates in: fail closed.
-          this.log.error('client-auth ports not opened: CRL unusable', { ports: h['https.client.auth.ports'].join(','), crl, error: (err as Error).message });
-        }
-        if (crl && !revoked) {
-          // The ports stay closed (logged above).
-        } else if (ts && fs.existsSync(ts)) {
-          tls.ca = fs.readFileSync(ts);
-          tls.crl = revoked;
-          specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
-        } else {
-          // A device may be provisioned incompletely (docs/configuration.md "`http`: listeners"): do not stop the daemon for it.
-          this.log.warn('client-auth ports not opened: truststore missing', { ports: h['https.client.auth.ports'].join(','), truststore: ts });
-        }
-      }
+    const store = this.configuration?.store;
+    try {
+      await openListeners(this.http, this.config.http, this.config.dataDir, this.log);
+      store?.clearListenerRefusal();
+      return;
+    } catch (err) {
+      const fallback = this.configuration?.listenerFallback();
+      if (!fallback) throw err;
+      const refused = listenerText(listenerSettingsOf(this.config));
+      const error = (err as Error).message;
+      this.log.error("runtime listener settings refused: their listeners could not open; opening the image file's instead", { properties: fallback.properties.join(','), error });
+      this.config = withListeners(this.config, fallback.settings);
+      await this.auth?.reconfigure(this.config);
+      await openListeners(this.http, this.config.http, this.config.dataDir, this.log);
+      this.listenersRefused = { at: Date.now(), properties: fallback.properties, error, settings: refused };
+      await store?.writeListenerRefusal(this.listenersRefused).catch((e) => this.log.warn('listener refusal not recorded', { error: (e as Error).message }));
     }
-    await this.http.listen(specs, h['bind.address'], tls);
   }
 
   /**
@@ -219,7 +206,10 @@ export class Daemon {
 
   /** Applies a validated configuration to the running components (SIGHUP, configuration/v2). */
   async apply(config: Config): Promise<void> {
-    const crl = config.http['https.truststore.crl'];
+    // While the image's listener settings stand in for the runtime layer's (listen()), they stay
+    // until the next start, the revocation list and the allowed ports with them.
+    if (this.listenersRefused) config = { ...config, rest: { ...config.rest, 'allowed.ports': this.config.rest['allowed.ports'] } };
+    const crl = this.listenersRefused ? this.config.http['https.truststore.crl'] : config.http['https.truststore.crl'];
     if (JSON.stringify({ ...config.http, 'https.truststore.crl': '' }) !== JSON.stringify({ ...this.config.http, 'https.truststore.crl': '' }) || config.dataDir !== this.config.dataDir) {
       this.log.warn('http and dataDir changes take effect after a restart');
     }
@@ -251,16 +241,4 @@ export class Daemon {
     })();
     return this.stopping;
   }
-}
-
-// Loaded when a revocation list is configured (docs/installation.md "Start-up time").
-const tlsModule = lazyBuiltin<typeof tls>('node:tls');
-
-/** Reads a PEM revocation list file and checks that TLS accepts it (throws with the reason). */
-function readCrl(file: string): Buffer {
-  const crl = fs.readFileSync(file);
-  if (!crl.includes('-----BEGIN X509 CRL-----')) throw new Error('no PEM X509 CRL in the file');
-  // An empty trust store: Node's built-in roots are not needed to check the list (docs/installation.md "Start-up time").
-  tlsModule().createSecureContext({ crl, ca: [] });
-  return crl;
 }

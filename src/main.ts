@@ -5,6 +5,7 @@ import { createLogger, type Logger } from './log.js';
 import { VERSION } from './version.js';
 import { DEFAULT_CONFIG_FILE, errorsOf } from './config/config.js';
 import { loadEffective } from './configuration/service.js';
+import { runtimeListenerProblems } from './configuration/listeners.js';
 import { heapBound, heapWarning } from './config/heap.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
@@ -52,6 +53,9 @@ function checkConfig(file: string): number {
   // The file and the runtime layer in dataDir/config together (docs/configuration-v2.md).
   const loaded = loadEffective(file, new DriverRegistry(builtinDrivers()));
   const problems = [...loaded.problems, ...loaded.layerProblems];
+  // The runtime layer's listener settings: whether they can open, and whether the last start could
+  // (docs/configuration-v2.md "Listener settings").
+  if (loaded.store && errorsOf(problems).length === 0) problems.push(...runtimeListenerProblems(loaded.image, file, loaded.config, loaded.store));
   for (const p of problems) {
     const where = p.path ? `${p.path}: ` : '';
     process.stdout.write(`${p.severity === 'warning' ? 'warning' : 'error'}: ${where}${p.message}\n`);

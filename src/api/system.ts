@@ -17,6 +17,8 @@ export interface SystemDeps {
   config: () => Config;
   /** The MQTT service's state, once it exists. */
   mqtt: () => { connected: boolean; pending: number; dropped: number } | undefined;
+  /** Set when this start opened the image file's listener settings instead of the runtime layer's. */
+  listenersRefused?: () => { at: number; properties: string[]; error: string } | undefined;
 }
 
 const kb = (n: number) => Math.round(n / 1024);
@@ -149,7 +151,17 @@ function status(server: HttpServer, deps: SystemDeps, cache: { last?: Usage }): 
       outboxMax: cfg.mqtt['outbox.max.messages'],
     },
     dataDir: { path: cfg.dataDir, usedBytes: usage.bytes, files: usage.files, ...filesystem(cfg.dataDir) },
+    listenerFallback: listenerFallback(deps),
   };
+}
+
+/**
+ * null, or why this start runs the image file's listener settings: the runtime properties set aside
+ * and the error their listeners failed with (docs/configuration-v2.md "Listener settings").
+ */
+function listenerFallback(deps: SystemDeps): { since: number; properties: string[]; error: string } | null {
+  const r = deps.listenersRefused?.();
+  return r ? { since: r.at, properties: r.properties, error: r.error } : null;
 }
 
 /** The extension's figures as Kura's extended-properties groups (string values). */

@@ -5,7 +5,8 @@
 import { isPlainObject as isObj, setOwn } from '../config/schema.js';
 import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, adsById, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
 import { ConfigError, type ConfigurationService } from './service.js';
-import { rawJson, type Family, type Method } from '../core/family.js';
+import { rawJson, type CoreRequest, type Family, type Method } from '../core/family.js';
+import type { ChangeActor } from './reserved.js';
 import { heapBound } from '../config/heap.js';
 
 type Svc = ConfigurationService;
@@ -43,8 +44,11 @@ function fits(svc: Svc, cs: Component[]): Component[] {
 }
 const byPids = (svc: Svc, body: unknown) => pids(body).flatMap((p) => svc.component(p) ?? []);
 
-/** Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password. */
-function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Props {
+/**
+ * Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password.
+ * `given` collects the PASSWORD properties set to a new value.
+ */
+function layerProps(svc: Svc, c: Component, props: Record<string, unknown>, given?: Set<string>): Props {
   const ads = adsById(ocdOf(c, svc.effective, svc.registry));
   const out: Props = {};
   for (const [k, p] of Object.entries(props)) {
@@ -57,12 +61,14 @@ function layerProps(svc: Svc, c: Component, props: Record<string, unknown>): Pro
     }
     const secret = ad?.type === 'PASSWORD' || (p as Props).type === 'PASSWORD';
     if (!/^(kura\.service\.pid|service\.(factoryPid|pid))$/.test(k) && !(secret && v === PLACEHOLDER)) setOwn(out, k, v);
+    if (secret && v !== PLACEHOLDER && v !== null) given?.add(k);
   }
   return out;
 }
 
-function configs(body: unknown, svc: Svc, create: boolean) {
+function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
   const todo: { c: Component; props: Props }[] = [];
+  const secrets = new Map<string, Set<string>>();
   const taken = new Set(svc.components().map((c) => c.pid));
   for (const item of field(body, 'configs', 'array')) {
     if (!isObj(item)) throw bad('component configuration objects cannot be null');
@@ -79,7 +85,9 @@ function configs(body: unknown, svc: Svc, create: boolean) {
       item.properties ??= {};
     } else if (typeof item.pid !== 'string') throw bad('parameter "pid" is required');
     if (!isObj(item.properties)) throw bad('parameter "properties" is required');
-    const props = layerProps(svc, c ?? { pid: '', props: {} }, item.properties);
+    const given = new Set<string>();
+    const props = layerProps(svc, c ?? { pid: '', props: {} }, item.properties, given);
+    if (c) secrets.set(c.pid, new Set([...(secrets.get(c.pid) ?? []), ...given]));
     if (c) todo.push({ c, props }); // Kura ignores the update of an unknown pid
   }
   return svc.change((layer) => {
@@ -90,8 +98,11 @@ function configs(body: unknown, svc: Svc, create: boolean) {
       if (create || !has) setOwn(layer.components, c.pid, { factoryPid: c.factoryPid, pinned: create || undefined, props: {} });
       for (const [k, v] of Object.entries(props)) if (!(create && v === null)) setOwn(layer.components[c.pid].props, k, v);
     }
-  }, snap(body));
+  }, snap(body), { by, secrets });
 }
+
+/** Who sends a request, for the properties reserved to kura.admin (over MQTT: the requester's permissions). */
+const actorOf = (req: CoreRequest): ChangeActor => ({ transport: req.transport, permissions: req.identity?.permissions ?? [] });
 
 const factories = (svc: Svc) => svc.registry.names().map((n) => DRIVER_FACTORY + n);
 const factoryConfigs = (svc: Svc, only?: string[]) => ({
@@ -100,7 +111,7 @@ const factoryConfigs = (svc: Svc, only?: string[]) => ({
     .map((f) => ({ pid: f, definition: ocdDto(factoryOcd(f, svc.registry)!), properties: {} })),
 });
 
-const ROUTES: Record<string, (svc: Svc, body: unknown) => unknown> = {
+const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor) => unknown> = {
   'GET snapshots': (svc) => ({ ids: svc.store.snapshotIds() }),
   'POST snapshots/byId': (svc, body) => {
     const id = field(body, 'id', 'number');
@@ -109,22 +120,22 @@ const ROUTES: Record<string, (svc: Svc, body: unknown) => unknown> = {
     return { configs: s.map((c) => configDto(c, ocdOf(c, svc.effective, svc.registry), { mask: true })) };
   },
   'EXEC snapshots/_write': async (svc) => ({ id: await svc.snapshot() }),
-  'EXEC snapshots/_rollback': async (svc) => {
+  'EXEC snapshots/_rollback': async (svc, _body, by) => {
     const ids = svc.store.snapshotIds();
     const id = ids[ids.length - 2];
     if (id === undefined) throw new ConfigError(500, 'Configuration snapshot No Snapshot Available was not found.');
-    await svc.rollback(id);
+    await svc.rollback(id, by);
     return { id };
   },
-  'EXEC snapshots/byId/_rollback': async (svc, body) => message(await svc.rollback(field(body, 'id', 'number'))),
+  'EXEC snapshots/byId/_rollback': async (svc, body, by) => message(await svc.rollback(field(body, 'id', 'number'), by)),
   'GET factoryComponents': (svc) => ({ pids: factories(svc) }),
-  'POST factoryComponents': async (svc, body) => message(await configs(body, svc, true)),
-  'DEL factoryComponents/byPid': async (svc, body) => {
+  'POST factoryComponents': async (svc, body, by) => message(await configs(body, svc, true, by)),
+  'DEL factoryComponents/byPid': async (svc, body, by) => {
     const gone = pids(body).filter((p) => svc.component(p)?.factoryPid); // Kura: other pids are a no-op
     return message(
       await svc.change((layer) => {
         for (const p of gone) delete layer.components[p], layer.deleted.push(p);
-      }, snap(body)),
+      }, snap(body), { by }),
     );
   },
   'GET factoryComponents/ocd': (svc) => factoryConfigs(svc),
@@ -136,9 +147,9 @@ const ROUTES: Record<string, (svc: Svc, body: unknown) => unknown> = {
   'POST configurableComponents/configurations/byPid/_default': (svc, body) => ({
     configs: fits(svc, byPids(svc, body)).flatMap((c) => (ocdOf(c, svc.effective, svc.registry) ? [shown(svc, c, false, true)] : [])),
   }),
-  'PUT configurableComponents/configurations/_update': async (svc, body) => message(await configs(body, svc, false)),
+  'PUT configurableComponents/configurations/_update': async (svc, body, by) => message(await configs(body, svc, false, by)),
   // gatewayd's extension: back to the image's configuration (the runtime layer dropped).
-  'EXEC _reset': async (svc, body) => message(await svc.reset(snap(body))),
+  'EXEC _reset': async (svc, body, by) => message(await svc.reset(snap(body), by)),
 };
 
 /** configuration/v2 over REST and CONF-V2 over MQTT, on the request-handler core (src/core/). */
@@ -156,7 +167,7 @@ export const configurationFamily = (svc: Svc): Family => ({
       // One request at a time, in arrival order: reads see no half-made change.
       handler: async (req) => {
         const body = method === 'GET' ? undefined : await req.body();
-        const out = await svc.serial(async () => fn(svc, body));
+        const out = await svc.serial(async () => fn(svc, body, actorOf(req)));
         return out ? rawJson(json(out)) : undefined;
       },
     };

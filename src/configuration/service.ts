@@ -12,6 +12,10 @@ import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
 import { changeRefusal, heapBound, weigh, type Weight } from '../config/heap.js';
+import { isAdmin, reservedChange, reservedRefusal, type ChangeActor } from './reserved.js';
+import { movedSecret, movedSecretMessage, type GivenSecrets } from './secrets.js';
+import { imageListeners, listenerDifferences, listenerProblems, listenerSettingsOf, portProblems, type ListenerSettings } from './listeners.js';
+import { loadTrustAnchors } from '../deploy/signature.js';
 
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
 /** Texts shorter than this are kept as they are: node:zlib (compiled at its first use) only for large configurations. */
@@ -116,12 +120,20 @@ const layerIsEmpty = (l: Layer): boolean => l.deleted.length === 0 && Object.key
 /** A refusal answered 400 (or 500 where Kura does) with `{"message": …}`. */
 export class ConfigError extends RequestError {}
 
+/** Who asks for a change, and the secrets an update gives anew (absent: the rule on secrets does not apply, as for a rollback). */
+export interface ChangeRequest {
+  by: ChangeActor;
+  secrets?: GivenSecrets;
+}
+
 export interface ServiceOptions {
   file: string;
   registry: DriverRegistry;
   log: Logger;
   /** Applies a validated configuration live (the daemon's reload path). */
   apply(config: Config): Promise<void>;
+  /** The ports the daemon listens on now: a changed port list probes only the others. */
+  listeningPorts?: () => readonly number[];
   /**
    * What the daemon was started with (`loadEffective` of the same file, moments before): taken over
    * instead of reading and validating the file again, so that the service and the running
@@ -188,13 +200,21 @@ export class ConfigurationService {
 
   /**
    * Validates the layer `mutate` makes, stores it, applies it. Returns, for a change of the `http`
-   * component, the message that it takes effect at the next start.
+   * component, the message that it takes effect at the next start. `by` is who asks (reserved
+   * properties, docs/configuration-v2.md "Reserved to kura.admin"); `secrets`, for an update, the
+   * PASSWORD properties it gives anew (the others may not follow a changed endpoint).
    */
-  async change(mutate: (layer: Layer) => void, takeSnapshot: boolean): Promise<string | undefined> {
+  async change(mutate: (layer: Layer) => void, takeSnapshot: boolean, req: ChangeRequest): Promise<string | undefined> {
     const layer = structuredClone(this.state.layer);
     mutate(layer);
+    this.refuseReserved(layer, req.by);
     const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (weight) => this.fits(weight));
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
+    if (req.secrets) {
+      const m = movedSecret(this.state.config, next.config, this.state.image, req.secrets, this.registry);
+      if (m) throw new ConfigError(400, movedSecretMessage(m));
+    }
+    await this.refuseUnusable(next);
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
     const httpChanged = listeners(next.config) !== listeners(this.state.config);
@@ -216,6 +236,46 @@ export class ConfigurationService {
     if (why) throw new ConfigError(413, why);
   }
 
+  /** A reserved property changed by someone without kura.admin: refused before anything else is looked at. */
+  private refuseReserved(layer: Layer, by: ChangeActor): void {
+    if (isAdmin(by)) return;
+    const r = reservedChange(this.state.image, this.state.layer, layer);
+    if (!r) return;
+    const { status, message } = reservedRefusal(by, r.pid, r.key);
+    throw new ConfigError(status, message);
+  }
+
+  /**
+   * What would stop the next start or an install from working as asked, refused now with the property
+   * named: listener settings that cannot open (docs/configuration-v2.md "Listener settings"), trust
+   * anchors that cannot be loaded (a package install would then be refused until they are fixed).
+   */
+  private async refuseUnusable(next: Loaded): Promise<void> {
+    const now = listenerSettingsOf(this.state.config);
+    const wanted = listenerSettingsOf(next.config);
+    const problems: Problem[] = [];
+    if (listenerDifferences(now, wanted).length > 0) {
+      problems.push(...listenerProblems(wanted, imageListeners(next.image, this.opts.file)));
+      if (problems.length === 0) problems.push(...(await portProblems(wanted.http, new Set(this.opts.listeningPorts?.() ?? []))));
+    }
+    const anchors = next.config.deploy['trust.anchors'];
+    if (JSON.stringify(anchors) !== JSON.stringify(this.state.config.deploy['trust.anchors'])) {
+      for (const e of loadTrustAnchors(anchors).errors) problems.push({ path: e.slice(0, e.indexOf(':')), message: e.slice(e.indexOf(':') + 2), severity: 'error' });
+    }
+    if (problems.length > 0) throw new ConfigError(400, problems.map((e) => `${locate(e.path, next.effective)}: ${e.message}`).join('; '));
+  }
+
+  /**
+   * When the configuration in force changes the image file's listener settings: the image's, and
+   * which properties differ (configuration file key paths). The daemon opens those when the runtime
+   * layer's listeners cannot open (docs/configuration-v2.md "Listener settings").
+   */
+  listenerFallback(): { settings: ListenerSettings; properties: string[] } | undefined {
+    const settings = imageListeners(this.state.image, this.opts.file);
+    const properties = listenerDifferences(listenerSettingsOf(this.state.config), settings);
+    return properties.length > 0 ? { settings, properties } : undefined;
+  }
+
   /** SIGHUP: the file again, with the runtime layer on top. A bad result keeps what runs. */
   async reload(): Promise<boolean> {
     const next = loadEffective(this.opts.file, this.registry, this.state.layer);
@@ -227,19 +287,22 @@ export class ConfigurationService {
     return true;
   }
 
-  /** Restores snapshot `id` as the runtime layer: every property of the snapshot is pinned. */
-  rollback(id: number): Promise<string | undefined> {
+  /**
+   * Restores snapshot `id` as the runtime layer: every property of the snapshot is pinned. A
+   * snapshot's secrets come with the endpoints they were stored with.
+   */
+  rollback(id: number, by: ChangeActor): Promise<string | undefined> {
     const snap = this.store.readSnapshot(id);
     if (!snap) throw new ConfigError(500, `Configuration snapshot ${id} was not found.`);
     return this.change((layer) => {
       const keep = new Set(snap.map((c) => c.pid));
       layer.components = Object.fromEntries(snap.map((c) => [c.pid, { factoryPid: c.factoryPid, pinned: true, props: c.props }]));
       layer.deleted = componentsOf(this.state.image).filter((c) => c.factoryPid && !keep.has(c.pid)).map((c) => c.pid);
-    }, true);
+    }, true, { by });
   }
 
   /** The image's configuration again (the runtime layer dropped; snapshots kept). */
-  reset(takeSnapshot: boolean): Promise<string | undefined> {
-    return this.change((layer) => Object.assign(layer, emptyLayer()), takeSnapshot);
+  reset(takeSnapshot: boolean, by: ChangeActor): Promise<string | undefined> {
+    return this.change((layer) => Object.assign(layer, emptyLayer()), takeSnapshot, { by });
   }
 }

@@ -7,6 +7,20 @@ import { cleanTempFiles, ensurePrivateDir, readJsonFile, writeFileAtomic, writeF
 import { emptyLayer, type Component, type Layer } from './model.js';
 
 const LAYER = 'runtime.json';
+/** Why the last start ran the image file's listener settings instead of the runtime layer's. */
+const LISTENERS_REFUSED = 'listeners-refused.json';
+
+/** The record of a start whose runtime listener settings could not open (docs/configuration-v2.md "Listener settings"). */
+export interface ListenerRefusal {
+  /** When that start was, in ms since the epoch. */
+  at: number;
+  /** Configuration file key paths whose runtime value was set aside (`http.bind.address`). */
+  properties: string[];
+  /** Why the listeners did not open. */
+  error: string;
+  /** The refused settings as compared text: the record is about the stored layer only while this matches. */
+  settings: string;
+}
 const SNAP = /^snapshot_(\d{1,16})\.json$/;
 
 export class ConfigStore {
@@ -33,6 +47,24 @@ export class ConfigStore {
 
   writeLayer(layer: Layer): Promise<void> {
     return writeFileAtomic(path.join(this.dir, LAYER), JSON.stringify(layer) + '\n');
+  }
+
+  readListenerRefusal(): ListenerRefusal | undefined {
+    try {
+      const r = readJsonFile<ListenerRefusal>(path.join(this.dir, LISTENERS_REFUSED));
+      return r && typeof r.settings === 'string' && Array.isArray(r.properties) ? r : undefined;
+    } catch {
+      return undefined; // a torn or foreign file says nothing about the last start
+    }
+  }
+
+  writeListenerRefusal(r: ListenerRefusal): Promise<void> {
+    return writeFileAtomic(path.join(this.dir, LISTENERS_REFUSED), JSON.stringify(r) + '\n');
+  }
+
+  /** A start whose listeners opened as configured: the record of an earlier refusal is out of date. */
+  clearListenerRefusal(): void {
+    fs.rmSync(path.join(this.dir, LISTENERS_REFUSED), { force: true });
   }
 
   /** `gatewayd config reset`: the image's configuration again; snapshots are kept. */

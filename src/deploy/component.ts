@@ -6,7 +6,6 @@ import type { Logger } from '../log.js';
 import type { DeployConfig } from './config.js';
 import { DeploymentService } from './service.js';
 import { PluginHost, type AuthProviderSink, type DriverFactorySink, type MqttApplicationSink } from '../plugins/host.js';
-import { refuseUnsigned, signatureCheck } from './signature.js';
 
 export interface DeploymentDeps {
   dataDir: string;
@@ -30,10 +29,8 @@ export interface DeploymentComponent {
 /** Starts every installed package, in install order. */
 export async function startDeployment(deps: DeploymentDeps): Promise<DeploymentComponent> {
   const plugins = new PluginHost({ log: deps.log, drivers: deps.drivers, auth: deps.auth, applications: deps.applications });
-  // Trust anchors are read once at start; a changed list needs a restart (it guards every install).
-  const anchors = deps.config['trust.anchors'];
-  const check = anchors.length > 0 ? signatureCheck(anchors) : deps.config['unsigned.allowed'] ? undefined : refuseUnsigned;
-  const service = new DeploymentService({ dataDir: deps.dataDir, config: deps.config, log: deps.log, plugins, check });
+  // The package check follows the trust anchors and unsigned.allowed in force (DeploymentService.reconfigure).
+  const service = new DeploymentService({ dataDir: deps.dataDir, config: deps.config, log: deps.log, plugins });
   await service.start();
   return {
     name: 'deploy',

@@ -18,6 +18,7 @@ import { checkInstallUrl, fetchPackage, fetchText, redactUrl } from './fetch.js'
 import { descriptorApiUrl, descriptorFromXml, nodeIdOf, type PackageDescriptor } from './descriptor.js';
 import type { PluginHost } from '../plugins/host.js';
 import type { ZipLimits } from './zip.js';
+import { archiveCheckOf } from './signature.js';
 
 const MAX_DESCRIPTOR_BYTES = 1024 * 1024;
 
@@ -28,7 +29,10 @@ export interface DeploymentServiceOptions {
   config: DeployConfig;
   log: Logger;
   plugins: PluginHost;
-  /** Runs before extraction (the signature check when trust anchors are configured). */
+  /**
+   * Runs before extraction, in place of the one `config` makes (archiveCheckOf: the signature check
+   * when trust anchors are configured); fixed, whatever a reload brings.
+   */
   check?: ArchiveCheck;
   zipLimits?: Partial<ZipLimits>;
 }
@@ -37,6 +41,8 @@ export class DeploymentService {
   readonly store: PackageStore;
   private readonly jobs: JobQueue;
   private config: DeployConfig;
+  /** The check of the configuration in force: an install uses the one in force when it is applied. */
+  private archiveCheck: ArchiveCheck | undefined;
   private readonly log: Logger;
   /** Aborted at stop, so a running download does not hold up the daemon's shutdown. */
   private readonly shutdown = new AbortController();
@@ -44,7 +50,8 @@ export class DeploymentService {
   constructor(private readonly opts: DeploymentServiceOptions) {
     this.log = opts.log.child({ component: 'deploy' });
     this.config = opts.config;
-    this.store = new PackageStore({ dataDir: opts.dataDir, log: this.log, limits: opts.zipLimits, check: opts.check });
+    this.archiveCheck = opts.check ?? archiveCheckOf(opts.config);
+    this.store = new PackageStore({ dataDir: opts.dataDir, log: this.log, limits: opts.zipLimits, check: (zip, manifest) => this.archiveCheck?.(zip, manifest) ?? Promise.resolve() });
     this.jobs = new JobQueue(this.log, undefined, limitsOf(opts.config));
   }
 
@@ -69,8 +76,14 @@ export class DeploymentService {
     await this.opts.plugins.deactivateAll();
   }
 
-  /** Applies a reloaded `deploy` section (limits, timeouts, folders) to later requests. */
+  /**
+   * Applies a reloaded `deploy` section to later requests; trust anchors and `unsigned.allowed` to
+   * the next install applied, also one queued before (docs/configuration.md "deploy").
+   */
   reconfigure(config: DeployConfig): void {
+    const changed = JSON.stringify(config['trust.anchors']) !== JSON.stringify(this.config['trust.anchors']) || config['unsigned.allowed'] !== this.config['unsigned.allowed'];
+    if (!this.opts.check) this.archiveCheck = archiveCheckOf(config);
+    if (changed) this.log.info('package trust settings applied', { anchors: config['trust.anchors'].length, unsignedAllowed: config['unsigned.allowed'] });
     this.config = config;
     // Later jobs meet the new bounds; jobs already queued stay.
     this.jobs.budget.limits = limitsOf(config);

@@ -19,6 +19,7 @@ import type { KeyObject } from 'node:crypto';
 import { nodeCrypto } from '../core/builtin.js';
 import fs from 'node:fs';
 import type { ArchiveCheck } from './store.js';
+import type { DeployConfig } from './config.js';
 import { PackageError } from './store.js';
 
 export const SIGNATURE_PATH = 'META-INF/GATEWAYD.SIG';
@@ -65,6 +66,17 @@ export function loadTrustAnchors(anchors: string[]): { keys: KeyObject[]; errors
 export const refuseUnsigned: ArchiveCheck = async () => {
   throw new PackageError('unsigned packages are refused (deploy.unsigned.allowed is false) and deploy.trust.anchors has no key to verify a signature with');
 };
+
+/**
+ * The check a `deploy` section asks for: signatures by its trust anchors, else every package refused
+ * when `unsigned.allowed` is false, else none. Anchor files are read at each check, so a replaced
+ * file counts from the next install on.
+ */
+export function archiveCheckOf(config: Pick<DeployConfig, 'trust.anchors' | 'unsigned.allowed'>): ArchiveCheck | undefined {
+  const anchors = config['trust.anchors'];
+  if (anchors.length > 0) return (zip, manifest) => signatureCheck(anchors)(zip, manifest);
+  return config['unsigned.allowed'] ? undefined : refuseUnsigned;
+}
 
 /** A store check refusing packages without a valid signature by one of `anchors`. */
 export function signatureCheck(anchors: string[]): ArchiveCheck {

@@ -22,6 +22,9 @@ export interface HttpConfig {
 
 const ports = arrayOf(port, { unique: true });
 
+/** The keys that list listener ports, one kind of listener each. */
+export const LISTENER_PORT_KEYS = ['http.ports', 'https.ports', 'https.client.auth.ports'] as const;
+
 export const validateHttp = section<HttpConfig>({
   'http.ports': [ports, [8080]],
   'https.ports': [ports, []],
@@ -39,14 +42,18 @@ export const validateHttp = section<HttpConfig>({
 /** Ports used twice, keystore halves, missing files (warnings: a device may be provisioned later). */
 export function checkHttp(h: HttpConfig, p: Problem[]): void {
   const all = [...h['http.ports'], ...h['https.ports'], ...h['https.client.auth.ports']];
-  const seen = new Set<number>();
-  for (const x of all) {
-    if (x !== 0 && seen.has(x)) problem(p, 'http', `port ${x} is configured for more than one listener`);
-    seen.add(x);
+  const seen = new Map<number, string>();
+  // Named by the list where the port comes again, so that a runtime change's answer names the property.
+  for (const key of LISTENER_PORT_KEYS) {
+    for (const x of h[key]) {
+      const first = seen.get(x);
+      if (x !== 0 && first !== undefined && first !== key) problem(p, `http.${key}`, `port ${x} is configured for more than one listener (also in ${first})`);
+      seen.set(x, first ?? key);
+    }
   }
   if (all.length === 0) warning(p, 'http', 'no listener configured: the REST API is unreachable');
   if ((h['https.keystore.cert'] === '') !== (h['https.keystore.key'] === '')) {
-    problem(p, 'http', 'https.keystore.cert and https.keystore.key must be given together');
+    problem(p, `http.${h['https.keystore.cert'] === '' ? 'https.keystore.cert' : 'https.keystore.key'}`, 'https.keystore.cert and https.keystore.key must be given together');
   }
   const needTls = h['https.ports'].length + h['https.client.auth.ports'].length > 0;
   for (const k of ['https.keystore.cert', 'https.keystore.key'] as const) {

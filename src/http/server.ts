@@ -186,7 +186,23 @@ export class HttpServer {
     return this.servers.map((s) => s.info);
   }
 
+  /**
+   * Opens a listener per spec, all or none: when one cannot open (a port taken, an address the
+   * device does not have, unusable TLS material), those this call opened are closed again before the
+   * error is thrown, so the caller may try other settings (docs/configuration-v2.md "Listener settings").
+   */
   async listen(specs: ListenSpec[], host: string, tls?: TlsMaterial): Promise<void> {
+    const before = this.servers.length;
+    try {
+      await this.openEach(specs, host, tls);
+    } catch (err) {
+      const opened = this.servers.splice(before);
+      await Promise.all(opened.map(({ server }) => new Promise<void>((r) => server.close(() => r()))));
+      throw err;
+    }
+  }
+
+  private async openEach(specs: ListenSpec[], host: string, tls?: TlsMaterial): Promise<void> {
     for (const spec of specs) {
       const info: ListenerInfo = { port: spec.port, secure: spec.kind !== 'http', clientAuth: spec.kind === 'client-auth' };
       // Node checks header/request timeouts only every `connectionsCheckingInterval` (30 s by default),

@@ -47,6 +47,10 @@ t.test('configuration/v2', async (t) => {
   const get = async (p: string) => admin.request(`${C}/${p}`);
   const post = async (p: string, body?: unknown, method = 'POST') => admin.request(`${C}/${p}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   const update = (configs: unknown[], takeSnapshot?: boolean) => post('configurableComponents/configurations/_update', { configs, takeSnapshot }, 'PUT');
+  // Properties reserved to kura.admin (docs/configuration-v2.md "Reserved to kura.admin") are changed as the administrator.
+  const root = basic(d, 'admin', 'admin');
+  const rootUpdate = (configs: unknown[], takeSnapshot?: boolean) =>
+    root.request(`${C}/configurableComponents/configurations/_update`, { method: 'PUT', body: JSON.stringify({ configs, takeSnapshot }), headers: { 'content-type': 'application/json' } });
   const byPid = async (pid: string) => (await post('configurableComponents/configurations/byPid', { pids: [pid] })).json().configs[0];
   const ids = async (): Promise<number[]> => (await get('snapshots')).json().ids;
 
@@ -174,9 +178,9 @@ t.test('configuration/v2', async (t) => {
   });
 
   t.test('check 13: PASSWORD update; placeholder keeps the stored value (deviation)', async (t) => {
-    t.equal((await update([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'n3w' } } }], false)).status, 200);
+    t.equal((await rootUpdate([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'n3w' } } }], false)).status, 200);
     t.same((await byPid(MQTT)).properties.password, { value: 'placeholder', type: 'PASSWORD' });
-    t.equal((await update([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'placeholder' }, 'keep-alive': { type: 'INTEGER', value: 40 } } }], false)).status, 200);
+    t.equal((await update([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'placeholder' }, 'keep-alive': { type: 'INTEGER', value: 40 } } }], false)).status, 200, 'placeholder is no change of the reserved password');
     const fs = await import('node:fs');
     const layer = JSON.parse(fs.readFileSync(`${d.dataDir}/config/runtime.json`, 'utf8'));
     t.equal(layer.components[MQTT].props.password, 'n3w', 'placeholder did not overwrite the password');
@@ -293,9 +297,9 @@ t.test('configuration/v2', async (t) => {
     const deploy = (await byPid('org.eclipse.kura.deployment.agent')).properties;
     t.same(deploy['file.allowed.dirs'], { value: ['/tmp'], type: 'STRING' }, 'STRING array');
     t.same(rest['allowed.ports'], { value: [], type: 'INTEGER' }, 'INTEGER array');
-    t.equal((await update([{ pid: REST, properties: { 'allowed.ports': { type: 'INTEGER', value: [d.ports.http[0]] } } }], false)).status, 200);
+    t.equal((await rootUpdate([{ pid: REST, properties: { 'allowed.ports': { type: 'INTEGER', value: [d.ports.http[0]] } } }], false)).status, 200);
     t.same((await byPid(REST)).properties['allowed.ports'], { value: [d.ports.http[0]], type: 'INTEGER' });
-    t.equal((await update([{ pid: REST, properties: { 'allowed.ports': { type: 'INTEGER', value: [] } } }], false)).status, 200);
+    t.equal((await rootUpdate([{ pid: REST, properties: { 'allowed.ports': { type: 'INTEGER', value: [] } } }], false)).status, 200);
   });
 
   t.test('Kura 69-70, 89: _default gives definition defaults, unmasked', async (t) => {
@@ -307,10 +311,10 @@ t.test('configuration/v2', async (t) => {
   });
 
   t.test('http changes are stored for the next start, with a message', async (t) => {
-    const r = await update([{ pid: HTTP, properties: { 'bind.address': { type: 'STRING', value: '0.0.0.0' } } }], false);
+    const r = await rootUpdate([{ pid: HTTP, properties: { 'bind.address': { type: 'STRING', value: '0.0.0.0' } } }], false);
     t.equal(r.status, 200);
     t.same(r.json(), { message: 'The http settings were saved; they take effect at the next start of gatewayd.' });
-    t.equal((await update([{ pid: HTTP, properties: { 'bind.address': { type: 'STRING', value: '127.0.0.1' } } }], false)).status, 200);
+    t.equal((await rootUpdate([{ pid: HTTP, properties: { 'bind.address': { type: 'STRING', value: '127.0.0.1' } } }], false)).status, 200);
   });
 
   t.test('malformed and missing bodies are 400 (deviation: Kura 500)', async (t) => {
@@ -333,7 +337,10 @@ t.test('configuration/v2', async (t) => {
 
   t.test('_reset returns to the image, keeps snapshots', async (t) => {
     const s = await ids();
-    const r = await post('_reset', { takeSnapshot: false });
+    // The runtime layer holds the administrator's MQTT password: dropping it is the administrator's to do.
+    const refused = await post('_reset', { takeSnapshot: false });
+    t.same([refused.status, refused.json()], [403, { message: `Only kura.admin may change ${MQTT} property password` }]);
+    const r = await root.request(`${C}/_reset`, { method: 'POST', body: JSON.stringify({ takeSnapshot: false }), headers: { 'content-type': 'application/json' } });
     t.equal(r.status, 200);
     const pids = (await get('configurableComponents')).json().pids;
     t.notOk(pids.includes('a1') || pids.includes('a4'), 'runtime assets gone');

@@ -1,0 +1,65 @@
+// Properties that decide who is trusted or what code runs: only kura.admin changes them
+// (docs/configuration-v2.md "Reserved to kura.admin"). Without this, an identity with
+// rest.configuration could point MQTT at a broker of its own (whose clients are served as
+// kura.admin, DEPLOY-V2 included), add its own key to the package trust anchors, or open listeners
+// and authentication ways the administrator closed.
+
+import { isPlainObject } from '../config/schema.js';
+import { SINGLETONS, type Layer, type Raw } from './model.js';
+
+/** By configuration file section, the keys reserved to kura.admin. */
+const RESERVED: readonly { section: string; keys: RegExp }[] = [
+  { section: 'mqtt', keys: /^(broker-url|username|password|tls\..+|requester\.permissions|applications\.disabled)$/ },
+  { section: 'deploy', keys: /^(trust\.anchors|unsigned\.allowed)$/ },
+  { section: 'http', keys: /^(https?\.ports|https\.client\.auth\.ports|https\.keystore\..+|https\.truststore(\.crl)?|bind\.address)$/ },
+  { section: 'rest', keys: /^(allowed\.ports|auth\..+|session\.management\.enabled|login\.throttle\.max\.delay)$/ },
+];
+
+export const ADMIN = 'kura.admin';
+
+/** Who asks for a change: what they may do, and over which transport (the refusal's status depends on it). */
+export interface ChangeActor {
+  readonly transport: 'rest' | 'mqtt';
+  readonly permissions: readonly string[];
+}
+
+export const isAdmin = (by: ChangeActor): boolean => by.permissions.includes(ADMIN);
+
+/** The refusal of a reserved property to someone else (REST 403; over MQTT 400, the code Kapua maps). */
+export function reservedRefusal(by: ChangeActor, pid: string, key: string): { status: number; message: string } {
+  return { status: by.transport === 'mqtt' ? 400 : 403, message: `Only ${ADMIN} may change ${pid} property ${key}` };
+}
+
+type Single = (typeof SINGLETONS)[number];
+
+const own = (o: unknown, k: string): o is Record<string, unknown> => isPlainObject(o) && Object.hasOwn(o, k);
+
+/** A singleton's property in force for `image` with `layer` on top, as applyLayer makes it (undefined: absent). */
+function valueOf(image: Raw, layer: Layer, s: Single, key: string): unknown {
+  const c = Object.hasOwn(layer.components, s.pid) ? layer.components[s.pid] : undefined;
+  if (c && Object.hasOwn(c.props, key)) return c.props[key] ?? undefined;
+  if (c?.pinned) return undefined;
+  const section = s.section ? image[s.section] : image;
+  return own(section, key) ? section[key] : undefined;
+}
+
+/**
+ * The first reserved property whose value in force differs between `before` and `after` (both
+ * layers over `image`; an absent property counts as its default, so sending a value back unchanged
+ * is no change), or undefined. Works on the layers, before the whole configuration is validated.
+ */
+export function reservedChange(image: Raw, before: Layer, after: Layer): { pid: string; key: string } | undefined {
+  for (const r of RESERVED) {
+    for (const s of SINGLETONS) {
+      if (s.section !== r.section) continue;
+      const keys = new Set<string>();
+      const sources = [s.spec, image[s.section], before.components[s.pid]?.props, after.components[s.pid]?.props];
+      for (const src of sources) for (const k of isPlainObject(src) ? Object.keys(src) : []) if (s.mine(k) && r.keys.test(k)) keys.add(k);
+      for (const k of keys) {
+        const dflt = Object.hasOwn(s.spec, k) ? s.spec[k][1] : undefined;
+        if (JSON.stringify(valueOf(image, before, s, k) ?? dflt) !== JSON.stringify(valueOf(image, after, s, k) ?? dflt)) return { pid: s.pid, key: k };
+      }
+    }
+  }
+  return undefined;
+}

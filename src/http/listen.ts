@@ -1,0 +1,85 @@
+// Opening the listeners of an `http` section (docs/configuration.md "`http`: listeners"): which ports
+// of which kind, the TLS material they need (the keystore files, else the self-signed certificate
+// of dataDir), and the truststore and revocation list of the client-certificate ports.
+
+import fs from 'node:fs';
+import type tls from 'node:tls';
+import { lazyBuiltin, nodeCrypto } from '../core/builtin.js';
+import type { Logger } from '../log.js';
+import type { HttpConfig } from './config.js';
+import { ensureSelfSigned } from './selfsigned.js';
+import type { HttpServer, ListenSpec, TlsMaterial } from './server.js';
+
+// Loaded when a revocation list is configured (docs/installation.md "Start-up time").
+const tlsModule = lazyBuiltin<typeof tls>('node:tls');
+
+/**
+ * Opens every listener of `h`, all or none: an error names what failed (a port, a keystore file),
+ * and no listener of this call stays open after it (HttpServer.listen).
+ */
+export async function openListeners(server: HttpServer, h: HttpConfig, dataDir: string, log: Logger): Promise<void> {
+  const specs: ListenSpec[] = h['http.ports'].map((port) => ({ port, kind: 'http' as const }));
+  const tlsPorts = h['https.ports'].length + h['https.client.auth.ports'].length;
+  let material: TlsMaterial | undefined;
+  if (tlsPorts > 0) {
+    if (h['https.keystore.cert'] && h['https.keystore.key']) {
+      material = { cert: readNamed(h, 'https.keystore.cert'), key: readNamed(h, 'https.keystore.key') };
+      keystoreContext(material);
+    } else {
+      const ss = ensureSelfSigned(dataDir);
+      if (ss.generated) log.warn('no keystore configured: generated a self-signed certificate', { dir: dataDir });
+      // What a technician compares with the browser's certificate view (docs/installation.md).
+      log.always('self-signed certificate', { sha256: new (nodeCrypto().X509Certificate)(ss.cert).fingerprint256 });
+      material = { cert: ss.cert, key: ss.key };
+    }
+    specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));
+    if (h['https.client.auth.ports'].length > 0) {
+      const ts = h['https.truststore'];
+      const crl = h['https.truststore.crl'];
+      let revoked: Buffer | undefined;
+      try {
+        revoked = crl ? readCrl(crl) : undefined;
+      } catch (err) {
+        // A revocation list that cannot be used must not let revoked certificates in: fail closed.
+        log.error('client-auth ports not opened: CRL unusable', { ports: h['https.client.auth.ports'].join(','), crl, error: (err as Error).message });
+      }
+      if (crl && !revoked) {
+        // The ports stay closed (logged above).
+      } else if (ts && fs.existsSync(ts)) {
+        material.ca = fs.readFileSync(ts);
+        material.crl = revoked;
+        specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
+      } else {
+        // A device may be provisioned incompletely (docs/configuration.md "`http`: listeners"): do not stop the daemon for it.
+        log.warn('client-auth ports not opened: truststore missing', { ports: h['https.client.auth.ports'].join(','), truststore: ts });
+      }
+    }
+  }
+  await server.listen(specs, h['bind.address'], material);
+}
+
+function readNamed(h: HttpConfig, key: 'https.keystore.cert' | 'https.keystore.key'): Buffer {
+  try {
+    return fs.readFileSync(h[key]);
+  } catch (err) {
+    throw new Error(`http.${key} ${h[key]}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** The keystore files as TLS takes them; the error names the keys (a half that is not PEM, or not a pair). */
+function keystoreContext(m: TlsMaterial): void {
+  try {
+    tlsModule().createSecureContext({ cert: m.cert, key: m.key, ca: [] });
+  } catch (err) {
+    throw new Error(`http.https.keystore.cert and http.https.keystore.key unusable: ${(err as Error).message}`);
+  }
+}
+
+/** Reads a PEM revocation list file and checks that TLS accepts it (throws with the reason). */
+export function readCrl(file: string): Buffer {
+  const crl = fs.readFileSync(file);
+  if (!crl.includes('-----BEGIN X509 CRL-----')) throw new Error('no PEM X509 CRL in the file');
+  // An empty trust store: Node's built-in roots are not needed to check the list (docs/installation.md "Start-up time").
+  tlsModule().createSecureContext({ crl, ca: [] });
+  return crl;
+}
