@@ -196,18 +196,20 @@ t.test('hash limiter: bounded concurrency and queue', async (t) => {
   const gate = new Promise<void>((r) => (release = r));
   let running = 0;
   let peak = 0;
-  const job = () => l.run(async () => {
+  const job = (n: number) => l.run(async () => {
     running++;
     peak = Math.max(peak, running);
     await gate;
     running--;
-  });
-  const jobs = [job(), job(), job()];
-  await t.rejects(job(), /too many password checks/, 'a fourth waits nowhere: refused');
+  }, { client: `10.0.0.${n}`, name: 'x', failures: 0 });
+  const jobs = [job(1), job(2), job(3)];
+  await t.rejects(job(4), /too many password checks/, 'a fourth check waits nowhere: refused');
+  const own = l.run(async () => 'own');
   release();
   await Promise.all(jobs);
+  t.equal(await own, 'own', 'the daemon\'s own hashing waited instead');
   t.equal(peak, 1, 'never more than one at once');
-  t.equal(l.computed, 3);
+  t.equal(l.computed, 4);
 });
 
 t.test('identity store: change kinds, credential stamps, external edits', async (t) => {
