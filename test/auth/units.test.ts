@@ -250,3 +250,27 @@ t.test('identity store: change kinds, credential stamps, external edits', async 
   const reopened = await IdentityStore.open(dir, { x: { password: 'seed', permissions: [], passwordChangeNeeded: false } }, silentLogger);
   t.same(reopened.list().map((i) => i.name), ['a'], 'an existing store is not re-seeded');
 });
+
+t.test('identity store: a password changed while it is being checked does not verify (docs/rest-api.md "Password checks")', async (t) => {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { IdentityStore } = await import('../../src/auth/identity-store.js');
+  const { HashLimiter } = await import('../../src/auth/password-hash.js');
+  const { silentLogger } = await import('../../src/log.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-idrace-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const hasher = new PasswordHasher(new HashLimiter(1, 32));
+  const store = await IdentityStore.open(dir, { a: { password: 'old-password', permissions: [], passwordChangeNeeded: false } }, silentLogger, hasher);
+  // Hold the one hash slot, so that the check of the old password and the change wait together.
+  let release!: () => void;
+  const held = hasher.limiter.run(() => new Promise<void>((r) => (release = r)));
+  const check = store.verifyPassword('a', 'old-password', { client: '10.0.0.1', name: 'a', failures: 0 });
+  const change = store.setPassword('a', 'new-password', false);
+  release();
+  await held;
+  const [verified] = await Promise.all([check, change]);
+  t.equal(verified, undefined, 'the old password, checked against the hash it had, is not accepted once it changed');
+  t.notOk(await store.verifyPassword('a', 'old-password'), 'nor afterwards');
+  t.ok(await store.verifyPassword('a', 'new-password'), 'the new one is');
+});
