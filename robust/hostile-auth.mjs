@@ -6,12 +6,15 @@
 //   long-names    3000 failed logins with distinct 15 KB user names from 300 addresses; a legitimate
 //                 user logs in every 250 ms.
 //   hash-flood    wrong passwords for made-up names from 64 addresses (6 connections each) for 30 s;
-//                 a legitimate user logs in again and again with the right password.
+//                 a legitimate user logs in again and again with the right password, and a prober
+//                 from fresh addresses times wrong logins for unknown names, identities with a
+//                 password (scrypt, Kura's SHA-256) and without one: same answers, medians within 2×.
 //   session-flood 5 identities log in 100 times each into a store of 100 sessions; the
 //                 administrator's session, opened first, must keep working throughout.
 // A failure is: a legitimate request not answered 200, a crash, an attack answered 5xx, a slow body
-// not cut by the body deadline. Figures (not pass/fail): attack counts and answers, RSS.
+// not cut by the body deadline, a kind of name that answers or times differently under the flood. Figures (not pass/fail): attack counts and answers, RSS.
 
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { startDaemon } from './lib/daemon.mjs';
 import { agent, loginHeaders, send, sleep } from './lib/http.mjs';
@@ -162,9 +165,58 @@ export function runLongNames({ attempts = 3000, concurrency = 32 } = {}) {
   });
 }
 
-/** Item 6: wrong passwords from 64 addresses; the right one must keep working. */
-export function runHashFlood({ seconds = 30, addresses = 64, perAddress = 6 } = {}) {
-  return withDaemon({ identities: identities(['legit']) }, '11 wrong-password flood', async (d) => {
+const PROBE_KINDS = ['unknown', 'password', 'no password', 'Kura hash'];
+const probeName = (kind, r) => ({ unknown: `ghost${r}`, password: `holder${r}`, 'no password': `certonly${r}`, 'Kura hash': `legacy${r}` })[kind];
+/** The identities name probes look for: one of each kind per round, each probed once. */
+function probedIdentities(rounds) {
+  const out = {};
+  for (let r = 0; r < rounds; r++) {
+    out[`holder${r}`] = { password: `Probed-pw-${r}`, permissions: ['rest.assets'], passwordChangeNeeded: false };
+    out[`certonly${r}`] = { permissions: ['rest.assets'], passwordChangeNeeded: false };
+    out[`legacy${r}`] = { passwordHash: createHash('sha256').update(`Probed-pw-${r}`).digest('base64'), permissions: ['rest.assets'], passwordChangeNeeded: false };
+  }
+  return out;
+}
+const median = (a) => {
+  const s = [...a].sort((x, y) => x - y);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/**
+ * Which names exist, probed under the flood (docs/rest-api.md "Password checks"): a wrong login for
+ * a name of each kind per round, sent together in an order rotated each round, each from a fresh address and each
+ * name once (under both throttles). Every answer must be the same 401, and the kinds' median times
+ * within 2× of one another (where the names leaked, they differed by one or two orders of magnitude).
+ */
+async function probeNames(port, rounds, failures) {
+  const times = new Map(PROBE_KINDS.map((k) => [k, []]));
+  const shapes = new Set();
+  let n = 0;
+  const probe = async (kind, r) => {
+    const ag = agent(1, `127.16.${n >> 8}.${(n & 255) + 1}`);
+    n++;
+    const t0 = process.hrtime.bigint();
+    const res = await send(port, { method: 'POST', path: LOGIN, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: probeName(kind, r), password: 'wrong' }) }, ag, 60_000);
+    times.get(kind).push(Number(process.hrtime.bigint() - t0) / 1e6);
+    ag.destroy();
+    shapes.add(`${res.status} ${res.body ?? res.error}`);
+  };
+  // A round's probes go out together, one kind after the other: each kind meets the same queue.
+  for (let r = 0; r < rounds; r++) await Promise.all(PROBE_KINDS.map((_, i) => probe(PROBE_KINDS[(i + r) % PROBE_KINDS.length], r)));
+  const medians = PROBE_KINDS.map((k) => median(times.get(k)));
+  const ratio = Math.max(...medians) / Math.max(0.001, Math.min(...medians));
+  const shown = PROBE_KINDS.map((k, i) => `${k} ${medians[i].toFixed(0)} ms`).join(', ');
+  if (shapes.size !== 1 || ![...shapes][0].startsWith('401 ')) failures.push({ kind: 'name probe', request: 'wrong logins for names of each kind', detail: `answers differ: ${[...shapes].join(' | ')}` });
+  if (ratio > 2) failures.push({ kind: 'name probe', request: 'wrong logins for names of each kind', detail: `median times ${shown} (ratio ${ratio.toFixed(2)}, bound 2)` });
+  return `name probes under the flood (${rounds} per kind, fresh addresses): answers ${[...shapes].join(' | ')}; medians ${shown}; ratio ${ratio.toFixed(2)}`;
+}
+
+/**
+ * Item 6: wrong passwords from 64 addresses; the right one must keep working, and which names exist
+ * must not show in the answers to probes.
+ */
+export function runHashFlood({ seconds = 30, addresses = 64, perAddress = 6, probeRounds = 8 } = {}) {
+  return withDaemon({ identities: { ...identities(['legit']), ...probedIdentities(probeRounds) } }, '11 wrong-password flood', async (d, failures) => {
     const port = d.port;
     const answers = new Map();
     let stop = false;
@@ -180,8 +232,14 @@ export function runHashFlood({ seconds = 30, addresses = 64, perAddress = 6 } = 
     };
     const workers = Array.from({ length: addresses * perAddress }, (_, i) => worker(i % addresses, Math.floor(i / addresses)));
     await sleep(2000);
-    const end = Date.now() + seconds * 1000;
-    const legit = await legitLogins(port, 'legit', () => Date.now() > end, 100);
+    const t0 = Date.now();
+    const end = t0 + seconds * 1000;
+    let probed;
+    const probes = probeNames(port, probeRounds, failures).then((note) => (probed = note));
+    // The flood lasts until both the legitimate client's time and the probes are over.
+    const legit = await legitLogins(port, 'legit', () => Date.now() > end && probed !== undefined, 100);
+    await probes;
+    const lasted = (Date.now() - t0) / 1000;
     stop = true;
     await Promise.all(workers);
     return {
@@ -189,7 +247,7 @@ export function runHashFlood({ seconds = 30, addresses = 64, perAddress = 6 } = 
       c5xx: [...answers].filter(([k]) => Number(k) >= 500).reduce((n, [, v]) => n + v, 0),
       legit,
       legitWhat: 'right-password login, again and again, from another address',
-      notes: [`${seconds} s: ${sent} wrong-password logins for made-up names from ${addresses} addresses (${perAddress} connections each): ${fmt(answers)}`],
+      notes: [`${lasted.toFixed(0)} s: ${sent} wrong-password logins for made-up names from ${addresses} addresses (${perAddress} connections each): ${fmt(answers)}`, probed],
     };
   });
 }

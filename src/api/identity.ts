@@ -15,6 +15,13 @@ const ROLE = 'identity';
 /** The permissions this daemon checks; with those identities hold, the names an identity may get. */
 export const KNOWN_PERMISSIONS = [ADMIN_PERMISSION, 'rest.assets', 'rest.configuration', 'rest.deploy', 'rest.identity', 'rest.system'];
 
+/**
+ * Granted only by kura.admin: each reaches running code or who is trusted (a plug-in runs in the
+ * daemon, docs/packages.md; configuration decides the broker, trust anchors and listeners;
+ * identities decide everything else), so holding one is no licence to hand it on.
+ */
+export const ADMIN_GRANTED = [ADMIN_PERMISSION, 'rest.configuration', 'rest.deploy', 'rest.identity'];
+
 const PERMISSION = /^[A-Za-z0-9_.-]{1,128}$/;
 
 // Kura's IdentityDTO shape and key order.
@@ -67,16 +74,29 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
     for (const i of auth.identities.list()) for (const p of i.permissions) all.add(p);
     return [...all];
   };
-  // Unknown names are refused (a typo would silently grant nothing); granting or touching an
-  // administrator needs kura.admin, so `rest.identity` alone cannot escalate (docs/rest-api.md).
-  const checkPermissions = (ctx: RequestContext, c: IdentityChanges, target?: Identity) => {
+  // Unknown names are refused (a typo would silently grant nothing). An identity without kura.admin
+  // grants only permissions it holds and none of ADMIN_GRANTED, never changes its own permissions,
+  // and changes or deletes only identities that hold nothing it lacks (setting another identity's
+  // password and logging in as it would be a grant too): no chain of identity edits gains a
+  // permission (docs/rest-api.md "identity/v1").
+  const authoriseChange = (ctx: RequestContext, action: 'changing' | 'deleting', c: IdentityChanges, target?: Identity) => {
     const valid = defined();
     const unknown = (c.permissions ?? []).filter((p) => !valid.includes(p));
     if (unknown.length > 0) throw bad(`unknown permission ${unknown.join(', ')}; valid permissions: ${valid.join(', ')}`);
-    const callerIsAdmin = !!auth.identities.get(ctx.principal?.name ?? '')?.permissions.includes(ADMIN_PERMISSION);
-    if (callerIsAdmin) return;
-    if (c.permissions?.includes(ADMIN_PERMISSION)) throw new HttpError(403, `granting ${ADMIN_PERMISSION} needs ${ADMIN_PERMISSION}`);
-    if (target?.permissions.includes(ADMIN_PERMISSION)) throw new HttpError(403, `changing an identity with ${ADMIN_PERMISSION} needs ${ADMIN_PERMISSION}`);
+    const held = auth.identities.get(ctx.principal?.name ?? '')?.permissions ?? [];
+    if (held.includes(ADMIN_PERMISSION)) return;
+    const had = target?.permissions ?? [];
+    for (const p of c.permissions ?? []) {
+      if (had.includes(p)) continue;
+      if (ADMIN_GRANTED.includes(p)) throw new HttpError(403, `granting ${p} needs ${ADMIN_PERMISSION}`);
+      if (!held.includes(p)) throw new HttpError(403, `granting ${p} needs ${p}`);
+    }
+    const beyond = had.find((p) => !held.includes(p));
+    if (beyond !== undefined) throw new HttpError(403, `${action} an identity with ${beyond} needs ${beyond}`);
+    const same = (a: readonly string[], b: readonly string[]) => a.every((p) => b.includes(p)) && b.every((p) => a.includes(p));
+    if (target && target.name === ctx.principal?.name && c.permissions && !same(c.permissions, had)) {
+      throw new HttpError(403, `changing its own permissions needs ${ADMIN_PERMISSION}`);
+    }
   };
   const checkStrength = (c: IdentityChanges) => {
     if (c.password === undefined || c.passwordAuthEnabled === false) return;
@@ -110,7 +130,7 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
     const c = changes(o);
     if (c.passwordAuthEnabled === true && c.password === undefined) throw bad('passwordAuthEnabled needs a password');
     if (auth.identities.get(name)) throw bad(`Identity ${name} already exists`);
-    checkPermissions(ctx, c);
+    authoriseChange(ctx, 'changing', c);
     checkStrength(c);
     await auth.identities.create(name, c).catch(mapErrors);
     auth.log.info('identity created', { identity: name, by: ctx.principal?.name });
@@ -124,7 +144,7 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
     const cur = auth.identities.get(name);
     if (!cur) throw notFound();
     if (c.passwordAuthEnabled === true && c.password === undefined && cur.passwordHash === undefined) throw bad('passwordAuthEnabled needs a password');
-    checkPermissions(ctx, c, cur);
+    authoriseChange(ctx, 'changing', c, cur);
     checkStrength(c);
     await auth.identities.update(name, c).catch(mapErrors);
     auth.log.info('identity updated', { identity: name, by: ctx.principal?.name });
@@ -136,7 +156,7 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
     const cur = auth.identities.get(name);
     if (!cur) throw notFound();
     if (name === ctx.principal?.name) throw bad('an identity cannot delete itself');
-    checkPermissions(ctx, {}, cur);
+    authoriseChange(ctx, 'deleting', {}, cur);
     await auth.identities.delete(name).catch(mapErrors);
     auth.log.info('identity deleted', { identity: name, by: ctx.principal?.name });
     ctx.empty(200);

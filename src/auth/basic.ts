@@ -74,6 +74,9 @@ export class BasicCache {
    */
   private headers = new Map<string, Entry>();
 
+  /** Checks under way, by digest of `stamp \0 user \0 password`; each entry leaves when its check settles. */
+  private running = new Map<string, Promise<unknown>>();
+
   constructor(private readonly now: () => number = Date.now) {}
 
   private digest(text: string): string {
@@ -119,6 +122,19 @@ export class BasicCache {
 
   rememberHeader(value: string, user: string, credentials: number): void {
     this.put(this.headers, this.digest(value), user, credentials);
+  }
+
+  /**
+   * The check of these exact credentials already under way for the same credentials stamp, or the
+   * one `check` starts: parallel requests with the same credentials share one verification.
+   */
+  shared<T>(c: BasicCredentials, credentials: number, check: () => Promise<T>): Promise<T> {
+    const k = this.digest(`${credentials}\0${c.user}\0${c.password}`);
+    const under = this.running.get(k);
+    if (under) return under as Promise<T>;
+    const p = check().finally(() => this.running.delete(k));
+    this.running.set(k, p);
+    return p;
   }
 
   forget(user: string): void {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { IDENTITY_NAME, type IdentitySeed } from './config.js';
 import type { Logger } from '../log.js';
 import { readJsonFile, writeFileAtomic, writeFileAtomicSync, type Versioned } from '../store/atomic.js';
-import { PasswordHasher, hashKind, needsRehash } from './password-hash.js';
+import { PasswordHasher, hashKind, needsRehash, type HashFlow } from './password-hash.js';
 
 export const IDENTITY_FILE = 'identities.json';
 export const IDENTITY_FORMAT_VERSION = 1;
@@ -163,14 +163,14 @@ export class IdentityStore {
   }
 
   /**
-   * Verifies a password. An unknown identity or one without a password costs the same time as a
-   * wrong password. A Kura SHA-256 (or weaker scrypt) hash is replaced on success.
+   * Verifies a password. An unknown identity, one without a password and one with Kura's SHA-256
+   * form cost the same hash as a wrong password, queued the same way (`flow`: whom the check is
+   * for; without it, as the daemon's own hashing). A Kura SHA-256 (or weaker scrypt) hash is replaced
+   * on success. A password changed while it was being checked does not verify: the answer would be
+   * about credentials that no longer exist.
    */
-  async verifyPassword(name: string, password: string, from = ''): Promise<Identity | undefined> {
+  async verifyPassword(name: string, password: string, flow?: HashFlow): Promise<Identity | undefined> {
     const id = this.identities.get(name);
-    // Fair queueing of the hash (HashLimiter): per known identity, every unknown name together; `from`
-    // is the client's address prefix.
-    const flow = { group: id ? `=${name}` : '?', key: from };
     if (!id || id.passwordHash === undefined || hashKind(id.passwordHash) === undefined) {
       await this.hasher.dummyVerify(password, flow);
       return undefined;
@@ -192,7 +192,8 @@ export class IdentityStore {
         this.log.warn('password hash upgrade failed', { identity: name, error: (err as Error).message });
       }
     }
-    return this.identities.get(name);
+    const now = this.identities.get(name);
+    return now?.credentials === id.credentials ? now : undefined;
   }
 
   async setPassword(name: string, password: string, clearChangeFlag: boolean): Promise<void> {

@@ -311,7 +311,10 @@ export class AuthLayer {
   /**
    * The one password check of the daemon (login, BASIC, changePassword, custom providers): throttled
    * per name and address, constant-time, memory-hard; `cached` lets BASIC skip scrypt for
-   * credentials that verified before.
+   * credentials that verified before. Checks of the same credentials at the same time share one
+   * verification (a dashboard or poller opening its connections together): the others wait for its
+   * answer instead of queueing hashes of their own, and a wrong guess sent many times at once counts
+   * once.
    */
   async checkPassword(name: string, password: string, address: string, cached: boolean): Promise<PasswordCheck> {
     const wait = this.throttle.wait(name, address);
@@ -323,28 +326,37 @@ export class AuthLayer {
     const before = this.identities.get(name);
     const creds = { user: name, password };
     if (cached && before && this.basicCache.has(creds, before.credentials)) return { identity: before, throttled: false };
-    let identity: Identity | undefined;
     // A name that cannot be an identity (too long, bad characters) fails without spending a hash.
     if (nameKey(name) !== name) {
       this.throttle.failed(name, address);
       this.log.info('password authentication failed: not an identity name', { identity: name.slice(0, 64), length: name.length, address });
       return { throttled: false };
     }
+    // Shared only under the same credentials stamp: a check begun after a password change never
+    // takes the answer about the old one.
+    return this.basicCache.shared(creds, before?.credentials ?? 0, () => this.verify(name, password, address, before?.credentials));
+  }
+
+  /** One verification and what it teaches the throttle and the cache; `stamp`: the identity's credentials when the check began. */
+  private async verify(name: string, password: string, address: string, stamp: number | undefined): Promise<PasswordCheck> {
+    let identity: Identity | undefined;
     try {
-      identity = await this.identities.verifyPassword(name, password, addressPrefix(address));
+      identity = await this.identities.verifyPassword(name, password, { client: addressPrefix(address), name, failures: this.throttle.failuresFrom(address) });
     } catch (err) {
       if (!(err instanceof HashBusyError)) throw err;
+      this.throttle.refusedBusy(address);
       this.log.warn('password attempt refused: too many password checks in progress', { identity: name, address });
       return { throttled: true };
     }
     this.log.debug('password hash computed', { identity: name });
     if (!identity) {
-      this.throttle.failed(name, address);
+      // Credentials changed during the check are no guess of this client's: not counted.
+      if (this.identities.get(name)?.credentials === stamp) this.throttle.failed(name, address);
       this.log.info('password authentication failed', { identity: name, address });
       return { throttled: false };
     }
     this.throttle.succeeded(name);
-    if (cached) this.basicCache.remember(creds, identity.credentials);
+    this.basicCache.remember({ user: name, password }, identity.credentials);
     return { identity, throttled: false };
   }
 

@@ -90,7 +90,7 @@ export function safeEqual(a: Buffer | string, b: Buffer | string): boolean {
   return nodeCrypto().timingSafeEqual(x, y);
 }
 
-/** Hashes allowed to wait for a turn, in all and per flow; beyond that a password check is refused. */
+/** Password checks allowed to wait for a turn, in all and per client and name; beyond that one is refused. */
 const MAX_WAITING = 32;
 const MAX_WAITING_PER_FLOW = 4;
 
@@ -102,33 +102,53 @@ export class HashBusyError extends Error {
 }
 
 /**
- * Who a hash is computed for, for fair queueing: `group` is the identity name when it exists ('?' for
- * every unknown name, '' for the daemon's own hashing), `key` the client's address prefix.
+ * Whom a password check hashes for, for fair queueing. Nothing in it depends on whether the name is
+ * an identity or has a password: a check's place in the queue, and whether it is refused, are then
+ * the same for every name, so neither its time nor its answer tells which names exist
+ * (docs/rest-api.md "Password checks").
  */
 export interface HashFlow {
-  group: string;
-  key: string;
+  /** The client's address prefix (addressPrefix in src/http/context.ts). */
+  client: string;
+  /** The name checked: one client's checks take turns by name. */
+  name: string;
+  /** The client's recent failed password checks (LoginThrottle): the fewest are served first and refused last. */
+  failures: number;
 }
-const OWN: HashFlow = { group: '', key: '' };
 
 interface Waiter {
   go(): void;
   fail(err: Error): void;
 }
 
+/** One client's waiting checks, by name in the order the names take turns. */
+interface ClientQueue {
+  client: string;
+  failures: number;
+  /** The turn at which this client was last served or first queued: the longest waiting goes first. */
+  turn: number;
+  size: number;
+  byName: Map<string, Waiter[]>;
+}
+
 /**
  * Bounds the memory and CPU password hashing can take: at most `max` scrypt computations at once.
- * Waiting checks are served round-robin over groups (each known identity, all unknown names), and
- * within a group over address prefixes: a wrong-password flood from many addresses, or against
- * made-up names, cannot starve a known identity's check from another address. At most
- * `MAX_WAITING_PER_FLOW` wait per flow; when `maxWaiting` are waiting, the newest waiter of the largest
- * flow of the largest group is refused (HashBusyError).
+ *
+ * The daemon's own hashing (seeding a new dataDir, re-hashing an old form, setting a password) waits
+ * for a slot and is never refused. Password checks wait per client (address prefix): the client with
+ * the fewest recent failures first, then the one that waited longest since its turn, and within a
+ * client its names in turn. A wrong-password flood thus fails more, waits behind a client that knows
+ * its password, and is the first refused: at most `MAX_WAITING_PER_FLOW` wait per client and name,
+ * and when `maxWaiting` are waiting the newest check of the client with the most failures (then the
+ * most waiting) is refused (HashBusyError). Own hashing and checks take turns.
  */
 export class HashLimiter {
   private active = 0;
   private waiting = 0;
-  // Insertion order is the round-robin order: a served group (and flow) moves to the back.
-  private groups = new Map<string, Map<string, Waiter[]>>();
+  private turns = 0;
+  private clients = new Map<string, ClientQueue>();
+  private own: (() => void)[] = [];
+  private ownServedLast = false;
   computed = 0;
 
   constructor(
@@ -136,9 +156,10 @@ export class HashLimiter {
     private readonly maxWaiting = MAX_WAITING,
   ) {}
 
-  async run<T>(fn: () => Promise<T>, flow: HashFlow = OWN): Promise<T> {
+  /** Runs `fn` in a slot: a password check of `flow`, or without one the daemon's own hashing. */
+  async run<T>(fn: () => Promise<T>, flow?: HashFlow): Promise<T> {
     // A slot freed by a finished hash is handed straight to the next waiter (active stays counted).
-    if (this.active >= this.max) await this.enqueue(flow);
+    if (this.active >= this.max) await (flow ? this.enqueue(flow) : new Promise<void>((go) => this.own.push(go)));
     else this.active++;
     try {
       this.computed++;
@@ -150,49 +171,64 @@ export class HashLimiter {
 
   private enqueue(flow: HashFlow): Promise<void> {
     return new Promise((go, fail) => {
-      let g = this.groups.get(flow.group);
-      if (!g) this.groups.set(flow.group, (g = new Map()));
-      let q = g.get(flow.key);
-      if (!q) g.set(flow.key, (q = []));
+      let c = this.clients.get(flow.client);
+      if (!c) this.clients.set(flow.client, (c = { client: flow.client, failures: 0, turn: this.turns++, size: 0, byName: new Map() }));
+      c.failures = flow.failures;
+      let q = c.byName.get(flow.name);
+      if (!q) c.byName.set(flow.name, (q = []));
       if (q.length >= MAX_WAITING_PER_FLOW) return fail(new HashBusyError());
       q.push({ go, fail });
+      c.size++;
       if (++this.waiting > this.maxWaiting) this.shed();
     });
   }
 
-  /** Starts the oldest waiter of the first flow of the first group, and moves both to the back. */
+  /** Hands the freed slot on: own hashing and password checks alternate while both wait. */
   private next(): boolean {
-    for (const [gk, g] of this.groups) {
-      for (const [fk, q] of g) {
-        this.waiting--;
-        const w = q.shift()!;
-        g.delete(fk);
-        if (q.length > 0) g.set(fk, q);
-        this.groups.delete(gk);
-        if (g.size > 0) this.groups.set(gk, g);
-        w.go();
-        return true;
-      }
+    const c = this.nextClient();
+    if (this.own.length > 0 && (!c || !this.ownServedLast)) {
+      this.ownServedLast = true;
+      this.own.shift()!();
+      return true;
     }
-    return false;
+    if (!c) return false;
+    this.ownServedLast = false;
+    const [name, q] = c.byName.entries().next().value!;
+    // The name goes to the back of its client's turn, the client to the back of its standing.
+    c.byName.delete(name);
+    if (q.length > 1) c.byName.set(name, q);
+    c.turn = this.turns++;
+    this.take(c, q.shift()!);
+    return true;
   }
 
-  /** Refuses the newest waiter of the largest flow of the largest group. */
-  private shed(): void {
-    let big: [string, Map<string, Waiter[]>, number] | undefined;
-    for (const [gk, g] of this.groups) {
-      let n = 0;
-      for (const q of g.values()) n += q.length;
-      if (!big || n > big[2]) big = [gk, g, n];
-    }
-    const [gk, g] = big!;
-    let flow: [string, Waiter[]] | undefined;
-    for (const [fk, q] of g) if (!flow || q.length > flow[1].length) flow = [fk, q];
-    const [fk, q] = flow!;
+  /** The client served next: the fewest failures, then the earliest turn. */
+  private nextClient(): ClientQueue | undefined {
+    let best: ClientQueue | undefined;
+    for (const c of this.clients.values()) if (!best || c.failures < best.failures || (c.failures === best.failures && c.turn < best.turn)) best = c;
+    return best;
+  }
+
+  private take(c: ClientQueue, w: Waiter, refuse = false): void {
+    c.size--;
     this.waiting--;
-    q.pop()!.fail(new HashBusyError());
-    if (q.length === 0) g.delete(fk);
-    if (g.size === 0) this.groups.delete(gk);
+    if (c.size === 0) this.clients.delete(c.client);
+    if (refuse) w.fail(new HashBusyError());
+    else w.go();
+  }
+
+  /** Refuses the newest check of the most waiting name of the client with the most failures, then the most waiting. */
+  private shed(): void {
+    let worst: ClientQueue | undefined;
+    for (const c of this.clients.values()) {
+      if (!worst || c.failures > worst.failures || (c.failures === worst.failures && (c.size > worst.size || (c.size === worst.size && c.turn > worst.turn)))) worst = c;
+    }
+    let longest: [string, Waiter[]] | undefined;
+    for (const e of worst!.byName) if (!longest || e[1].length > longest[1].length) longest = e;
+    const [name, q] = longest!;
+    const w = q.pop()!;
+    if (q.length === 0) worst!.byName.delete(name);
+    this.take(worst!, w, true);
   }
 }
 
@@ -221,7 +257,12 @@ export class PasswordHasher {
       const key = await this.limiter.run(() => scrypt(password, s.salt, s.logN, s.r, s.p, s.key.length), flow);
       return safeEqual(key, s.key);
     }
-    if (hashKind(stored) === 'kura-sha256') return safeEqual(kuraSha256(password), stored);
+    if (hashKind(stored) === 'kura-sha256') {
+      // Kura's SHA-256 costs next to nothing: one scrypt is spent all the same, so that a wrong
+      // password for an identity migrated from Kura takes as long as for any other name.
+      await this.dummyVerify(password, flow);
+      return safeEqual(kuraSha256(password), stored);
+    }
     return false;
   }
 

@@ -54,11 +54,25 @@ export class LoginThrottle {
     return Math.max(0, (a?.until ?? 0) - t, (b?.until ?? 0) - t);
   }
 
+  // Recorded with throttling off as well: the hash queue serves clients by their failures (HashLimiter).
   failed(name: string, address: string): void {
-    if (this.maxDelayMs <= 0) return;
     const t = this.now();
     this.bump(this.byName, nameKey(name), t, FREE_PER_IDENTITY);
     this.bump(this.byAddress, addressPrefix(address), t, FREE_PER_ADDRESS);
+  }
+
+  /**
+   * A check from `address` refused because the hash queue was full (a flood): it counts against the
+   * address as a failure, so a flooding client soon waits behind the others and is throttled, but
+   * not against the name, which the flood may only be trying to lock out.
+   */
+  refusedBusy(address: string): void {
+    this.bump(this.byAddress, addressPrefix(address), this.now(), FREE_PER_ADDRESS);
+  }
+
+  /** Recent failed attempts from `address` (its prefix), including checks refused as busy; throttled ones do not count. */
+  failuresFrom(address: string): number {
+    return this.byAddress.size === 0 ? 0 : (this.live(this.byAddress, addressPrefix(address), this.now())?.failures ?? 0);
   }
 
   succeeded(name: string): void {

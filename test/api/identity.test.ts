@@ -15,7 +15,8 @@ t.test('identity/v1', async (t) => {
   const d = await startDaemon(t, {
     rest: { 'login.throttle.max.delay': 0 },
     identities: {
-      idadmin: { password: 'idadmin', permissions: ['rest.identity'] },
+      // It grants only what it holds (docs/rest-api.md "identity/v1").
+      idadmin: { password: 'idadmin', permissions: ['rest.identity', 'rest.assets', 'rest.system'] },
       plain: { password: 'plain', permissions: ['rest.assets'] },
     },
   });
@@ -41,7 +42,7 @@ t.test('identity/v1', async (t) => {
   t.test('I3: identities lists every identity with Kura shape', async (t) => {
     const r = await admin.request(`${I}/identities`);
     t.equal(r.status, 200);
-    t.equal(r.body, '{"userConfig":[{"userName":"idadmin","passwordAuthEnabled":true,"passwordChangeNeeded":false,"permissions":["rest.identity"]},{"userName":"plain","passwordAuthEnabled":true,"passwordChangeNeeded":false,"permissions":["rest.assets"]}]}');
+    t.equal(r.body, '{"userConfig":[{"userName":"idadmin","passwordAuthEnabled":true,"passwordChangeNeeded":false,"permissions":["rest.identity","rest.assets","rest.system"]},{"userName":"plain","passwordAuthEnabled":true,"passwordChangeNeeded":false,"permissions":["rest.assets"]}]}');
     t.notMatch(r.body, /scrypt|passwordHash/, 'no hashes');
   });
 
@@ -76,11 +77,11 @@ t.test('identity/v1', async (t) => {
   });
 
   t.test('I6: update; unknown identity 404; password auth can be switched off', async (t) => {
-    const r = await admin.request(`${I}/identities`, { method: 'PUT', body: { userName: 'newbie', passwordChangeNeeded: false, permissions: ['rest.deploy'] } });
+    const r = await admin.request(`${I}/identities`, { method: 'PUT', body: { userName: 'newbie', passwordChangeNeeded: false, permissions: ['rest.system'] } });
     t.equal(r.status, 200);
     t.equal(r.body, '');
     const got = await admin.request(`${I}/identities/byName`, { method: 'POST', body: { userName: 'newbie' } });
-    t.same(got.json(), { userName: 'newbie', passwordAuthEnabled: true, passwordChangeNeeded: false, permissions: ['rest.deploy'] });
+    t.same(got.json(), { userName: 'newbie', passwordAuthEnabled: true, passwordChangeNeeded: false, permissions: ['rest.system'] });
     t.equal((await new Browser(d).loginPassword('newbie', 'password1')).status, 200, 'password kept');
     const off = await admin.request(`${I}/identities`, { method: 'PUT', body: { userName: 'newbie', passwordAuthEnabled: false } });
     t.equal(off.status, 200);
@@ -119,7 +120,7 @@ t.test('identity/v1 keeps an administrator: no escalation, no last-admin removal
     identities: {
       root: { password: 'rootpass1', permissions: ['kura.admin'] },
       root2: { password: 'root2pass', permissions: ['kura.admin'] },
-      idmgr: { password: 'idmgrpass', permissions: ['rest.identity'] },
+      idmgr: { password: 'idmgrpass', permissions: ['rest.identity', 'rest.assets'] },
     },
   });
   const root = basic(d, 'root', 'rootpass1');
@@ -139,8 +140,8 @@ t.test('identity/v1 keeps an administrator: no escalation, no last-admin removal
   t.equal((await del(idmgr, 'root')).status, 403, 'no deletion of an administrator');
   t.equal((await new Browser(d).loginPassword('root', 'rootpass1')).status, 200, 'root untouched');
   t.equal((await new Browser(d).loginPassword('mole', 'molepass1')).status, 401, 'mole not created');
-  t.same((await idmgr.request(`${I}/identities/byName`, { method: 'POST', body: { userName: 'idmgr' } })).json().permissions, ['rest.identity']);
-  t.equal((await post(idmgr, { userName: 'helper', password: 'helperpw1', permissions: ['rest.assets'] })).status, 200, 'ordinary grants still work');
+  t.same((await idmgr.request(`${I}/identities/byName`, { method: 'POST', body: { userName: 'idmgr' } })).json().permissions, ['rest.identity', 'rest.assets']);
+  t.equal((await post(idmgr, { userName: 'helper', password: 'helperpw1', permissions: ['rest.assets'] })).status, 200, 'a grant of a permission it holds still works');
 
   // Unknown permission names: refused with the valid ones.
   r = await post(idmgr, { userName: 'typo', password: 'typopass1', permissions: ['rest.asset'] });
@@ -253,4 +254,57 @@ t.test('an unreadable or newer identity store stops the daemon instead of re-see
     t.ok(d.logs.some((l) => why.test(l)), `${name}: says why`);
     t.equal(fs.readFileSync(path.join(dir, 'data', 'identities.json'), 'utf8'), content, `${name}: file left alone`);
   }
+});
+
+t.test('an identity without kura.admin grants only what it holds, nothing that reaches code or identities, and never its own permissions', async (t) => {
+  const d = await startDaemon(t, {
+    rest: { 'login.throttle.max.delay': 0 },
+    identities: {
+      root: { password: 'rootpass1', permissions: ['kura.admin'] },
+      mgr: { password: 'mgrpass12', permissions: ['rest.identity', 'rest.assets'] },
+      deployer: { password: 'deploypw1', permissions: ['rest.deploy'] },
+      op: { password: 'operpass1', permissions: ['rest.assets'] },
+    },
+  });
+  const mgr = basic(d, 'mgr', 'mgrpass12');
+  const root = basic(d, 'root', 'rootpass1');
+  const send = (c: ReturnType<typeof basic>, method: string, body: object) => c.request(`${I}/identities`, { method, body });
+  const refused = async (label: string, r: Promise<{ status: number; body: string }>, message: string) => {
+    const a = await r;
+    t.equal(a.status, 403, `${label}: 403`);
+    t.equal(a.body, JSON.stringify({ message }), `${label}: says which permission`);
+  };
+  const permissionsOf = async (name: string) => (await root.request(`${I}/identities/byName`, { method: 'POST', body: { userName: name } })).json().permissions;
+
+  // The escalation seen: rest.identity grants itself rest.deploy, then installs a plug-in.
+  await refused('granting itself rest.deploy', send(mgr, 'PUT', { userName: 'mgr', permissions: ['rest.identity', 'rest.assets', 'rest.deploy'] }), 'granting rest.deploy needs kura.admin');
+  t.equal((await mgr.request('/services/deploy/v2/')).status, 403, 'and deploy/v2 stays closed to it');
+  for (const p of ['rest.deploy', 'rest.configuration', 'rest.identity', 'kura.admin']) {
+    await refused(`a new identity with ${p}`, send(mgr, 'POST', { userName: `new-${p}`, password: 'newpass12', permissions: ['rest.assets', p] }), `granting ${p} needs kura.admin`);
+    await refused(`${p} for another identity`, send(mgr, 'PUT', { userName: 'op', permissions: ['rest.assets', p] }), `granting ${p} needs kura.admin`);
+  }
+  await refused('a permission it does not hold', send(mgr, 'POST', { userName: 'viewer', password: 'viewpass1', permissions: ['rest.system'] }), 'granting rest.system needs rest.system');
+  await refused('the same, for an existing identity', send(mgr, 'PUT', { userName: 'op', permissions: ['rest.assets', 'rest.system'] }), 'granting rest.system needs rest.system');
+  await refused('dropping one of its own', send(mgr, 'PUT', { userName: 'mgr', permissions: ['rest.identity'] }), 'changing its own permissions needs kura.admin');
+  // Taking over an identity that holds more (its password, then logging in as it) is granting too.
+  await refused('the password of an identity holding rest.deploy', send(mgr, 'PUT', { userName: 'deployer', password: 'takeover1' }), 'changing an identity with rest.deploy needs rest.deploy');
+  await refused('its change flag', send(mgr, 'PUT', { userName: 'deployer', passwordChangeNeeded: true }), 'changing an identity with rest.deploy needs rest.deploy');
+  await refused('deleting it', send(mgr, 'DELETE', { userName: 'deployer' }), 'deleting an identity with rest.deploy needs rest.deploy');
+  t.equal((await new Browser(d).loginPassword('deployer', 'deploypw1')).status, 200, 'the deployer is untouched');
+  t.equal((await new Browser(d).loginPassword('viewer', 'viewpass1')).status, 401, 'nothing refused was created');
+  t.same(await permissionsOf('mgr'), ['rest.identity', 'rest.assets'], 'its own permissions unchanged');
+  t.same(await permissionsOf('op'), ['rest.assets'], 'the operator unchanged');
+
+  // What it may do: grant what it holds, manage identities holding no more than it does.
+  t.equal((await send(mgr, 'POST', { userName: 'tech', password: 'techpass1', permissions: ['rest.assets'] })).status, 200, 'a new identity with a permission it holds');
+  t.equal((await send(mgr, 'PUT', { userName: 'mgr', permissions: ['rest.assets', 'rest.identity'], passwordChangeNeeded: false })).status, 200, 'its own identity sent back with the same permissions');
+  t.equal((await send(mgr, 'PUT', { userName: 'op', password: 'operpass2' })).status, 200, 'the password of an identity holding no more than it does');
+  t.equal((await send(mgr, 'PUT', { userName: 'op', permissions: [] })).status, 200, 'revoking');
+  t.equal((await send(mgr, 'DELETE', { userName: 'tech' })).status, 200, 'deleting');
+
+  // kura.admin grants anything; a permission reserved to it stays so when a non-administrator holds it.
+  t.equal((await send(root, 'PUT', { userName: 'mgr', permissions: ['rest.identity', 'rest.assets', 'rest.deploy'] })).status, 200, 'kura.admin grants rest.deploy');
+  await refused('passing on rest.deploy it now holds', send(mgr, 'PUT', { userName: 'op', permissions: ['rest.deploy'] }), 'granting rest.deploy needs kura.admin');
+  t.equal((await send(mgr, 'PUT', { userName: 'deployer', passwordChangeNeeded: true })).status, 200, 'but it may now manage the deployer, who holds nothing it lacks');
+  t.equal((await send(root, 'PUT', { userName: 'root', permissions: ['kura.admin', 'rest.assets'] })).status, 200, 'kura.admin changes its own permissions');
 });

@@ -16,7 +16,7 @@ t.test('BASIC and roles', async (t) => {
       foo: { password: 'bar' },
       foo1: { password: 'bar1', permissions: ['rest.assets'] },
       boss: { password: 'boss', permissions: ['kura.admin'] },
-      idadmin: { password: 'idadmin', permissions: ['rest.identity'] },
+      idadmin: { password: 'idadmin', permissions: ['rest.identity', 'rest.assets'] },
     },
   });
 

@@ -196,18 +196,20 @@ t.test('hash limiter: bounded concurrency and queue', async (t) => {
   const gate = new Promise<void>((r) => (release = r));
   let running = 0;
   let peak = 0;
-  const job = () => l.run(async () => {
+  const job = (n: number) => l.run(async () => {
     running++;
     peak = Math.max(peak, running);
     await gate;
     running--;
-  });
-  const jobs = [job(), job(), job()];
-  await t.rejects(job(), /too many password checks/, 'a fourth waits nowhere: refused');
+  }, { client: `10.0.0.${n}`, name: 'x', failures: 0 });
+  const jobs = [job(1), job(2), job(3)];
+  await t.rejects(job(4), /too many password checks/, 'a fourth check waits nowhere: refused');
+  const own = l.run(async () => 'own');
   release();
   await Promise.all(jobs);
+  t.equal(await own, 'own', 'the daemon\'s own hashing waited instead');
   t.equal(peak, 1, 'never more than one at once');
-  t.equal(l.computed, 3);
+  t.equal(l.computed, 4);
 });
 
 t.test('identity store: change kinds, credential stamps, external edits', async (t) => {
@@ -247,4 +249,28 @@ t.test('identity store: change kinds, credential stamps, external edits', async 
   t.ok(await store.verifyPassword('a', 'pw-a3'));
   const reopened = await IdentityStore.open(dir, { x: { password: 'seed', permissions: [], passwordChangeNeeded: false } }, silentLogger);
   t.same(reopened.list().map((i) => i.name), ['a'], 'an existing store is not re-seeded');
+});
+
+t.test('identity store: a password changed while it is being checked does not verify (docs/rest-api.md "Password checks")', async (t) => {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { IdentityStore } = await import('../../src/auth/identity-store.js');
+  const { HashLimiter } = await import('../../src/auth/password-hash.js');
+  const { silentLogger } = await import('../../src/log.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-idrace-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const hasher = new PasswordHasher(new HashLimiter(1, 32));
+  const store = await IdentityStore.open(dir, { a: { password: 'old-password', permissions: [], passwordChangeNeeded: false } }, silentLogger, hasher);
+  // Hold the one hash slot, so that the check of the old password and the change wait together.
+  let release!: () => void;
+  const held = hasher.limiter.run(() => new Promise<void>((r) => (release = r)));
+  const check = store.verifyPassword('a', 'old-password', { client: '10.0.0.1', name: 'a', failures: 0 });
+  const change = store.setPassword('a', 'new-password', false);
+  release();
+  await held;
+  const [verified] = await Promise.all([check, change]);
+  t.equal(verified, undefined, 'the old password, checked against the hash it had, is not accepted once it changed');
+  t.notOk(await store.verifyPassword('a', 'old-password'), 'nor afterwards');
+  t.ok(await store.verifyPassword('a', 'new-password'), 'the new one is');
 });

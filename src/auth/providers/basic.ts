@@ -48,7 +48,9 @@ export function basicProvider(deps: BasicDeps): AuthProvider {
       if (again && again.credentials === seen.credentials) return again.name;
       const creds = parseBasic(header);
       if (!creds) return undefined;
-      if (deps.identities.get(creds.user)?.passwordChangeNeeded) return undefined;
+      // An identity that must change its password is declined only after its password was checked
+      // like any other: declining at once would tell that the name exists (docs/rest-api.md
+      // "Password checks").
       const known = cacheable(creds.user, req.remoteAddress);
       if (known && deps.basicCache.has(creds, known.credentials)) {
         deps.basicCache.rememberHeader(header, known.name, known.credentials);
