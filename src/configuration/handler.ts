@@ -7,6 +7,7 @@ import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, adsById, configDto, factory
 import { ConfigError, type ConfigurationService } from './service.js';
 import { rawJson, type Family, type Method } from '../core/family.js';
 import { heapBound } from '../config/heap.js';
+import { ReplyTooLargeError } from '../core/errors.js';
 
 type Svc = ConfigurationService;
 const bad = (text: string) => new ConfigError(400, text);
@@ -37,7 +38,7 @@ function fits(svc: Svc, cs: Component[]): Component[] {
   const budget = heapBound() / 6;
   if (ads * BYTES_PER_AD > budget) {
     const mb = (x: number) => (x / 1048576).toFixed(1);
-    throw new ConfigError(413, `Reply too large: about ${mb(ads * BYTES_PER_AD)} MB of configurations with their definitions, ${mb(budget)} MB fit this daemon's heap bound; ask for fewer components with configurableComponents/configurations/byPid, or raise the heap bound (GATEWAYD_NODE_FLAGS=--max-old-space-size=…)`);
+    throw new ReplyTooLargeError(`Reply too large: about ${mb(ads * BYTES_PER_AD)} MB of configurations with their definitions, ${mb(budget)} MB fit this daemon's heap bound; ask for fewer components with configurableComponents/configurations/byPid, or raise the heap bound (GATEWAYD_NODE_FLAGS=--max-old-space-size=…)`);
   }
   return cs;
 }

@@ -1,12 +1,13 @@
 // A request-core family (src/core/family.ts) as an MQTT application (src/mqtt/applications.ts):
 // the topic's method and resource levels select the route, the body goes through the one JSON
 // reader, errors are formatted by the family's style (src/core/errors.ts), and a reply beyond
-// MAX_REPLY_BYTES becomes a 413 error reply instead of a message the broker may refuse.
+// MAX_REPLY_BYTES becomes an error reply (`Reply too large`, response.code 500) instead of a
+// message the broker may refuse.
 
 import type { Logger } from '../log.js';
 import type { MqttApplication } from '../mqtt/applications.js';
 import type { MqttRequest, MqttResponse } from '../mqtt/envelope.js';
-import { LimitError, RequestError, mqttError } from './errors.js';
+import { ReplyTooLargeError, RequestError, mqttError } from './errors.js';
 import { readJsonBytes } from './json.js';
 import { MAX_REPLY_BYTES } from './limits.js';
 import { METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from './family.js';
@@ -34,7 +35,7 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
         };
         const text = replyText(await m.handler.handler(core));
         if (text !== undefined && text.length > MAX_REPLY_BYTES / 4 && Buffer.byteLength(text) > MAX_REPLY_BYTES) {
-          throw new LimitError(413, `Reply too large: ${Buffer.byteLength(text)} bytes, the limit is ${MAX_REPLY_BYTES}; ask for fewer assets or channels`);
+          throw new ReplyTooLargeError(`Reply too large: ${Buffer.byteLength(text)} bytes, the limit is ${MAX_REPLY_BYTES}; ask for fewer assets or channels`);
         }
         return { code: 200, body: text };
       } catch (err) {
