@@ -5,15 +5,12 @@
 // message the broker may refuse.
 
 import type { Logger } from '../log.js';
-import type { MqttApplication } from '../mqtt/applications.js';
+import type { ApplicationContext, MqttApplication } from '../mqtt/applications.js';
 import type { MqttRequest, MqttResponse } from '../mqtt/envelope.js';
 import { ReplyTooLargeError, RequestError, mqttError } from './errors.js';
 import { readJsonBytes } from './json.js';
 import { MAX_REPLY_BYTES } from './limits.js';
 import { METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from './family.js';
-
-/** Over MQTT the requester is trusted as Kura trusts it: access control is the broker's ACL. */
-const MQTT_PERMISSIONS: readonly string[] = ['kura.admin'];
 
 export function familyApplication(family: Family, log: Logger): MqttApplication {
   if (family.appId === undefined) throw new Error(`family ${family.name} has no MQTT application id`);
@@ -21,7 +18,9 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
   const noMatch = family.noMatch ?? (() => new RequestError(404, 'Not found.'));
   return {
     appId: family.appId,
-    async handle(req: MqttRequest): Promise<MqttResponse> {
+    // Checked before `handle` for every application (src/mqtt/applications.ts `dispatch`).
+    role: family.role,
+    async handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse> {
       try {
         const m = (METHODS as readonly string[]).includes(req.method) ? router.find(req.method, `/${req.resources.join('/')}`) : undefined;
         if (!m || m.kind !== 'found') throw noMatch(req.method, req.resources, m?.kind === 'method-not-allowed' ? m.allowed : []);
@@ -30,7 +29,7 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
           method: req.method as Method,
           resources: req.resources,
           params: m.params,
-          identity: { name: req.requester, via: 'mqtt', permissions: MQTT_PERMISSIONS },
+          identity: { name: req.requester, via: 'mqtt', permissions: ctx.permissions },
           body: async (o) => readJsonBytes(req.body, o),
         };
         const text = replyText(await m.handler.handler(core));

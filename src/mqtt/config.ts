@@ -3,7 +3,7 @@
 import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { bool, num, oneOf, section, str, warning } from '../config/schema.js';
+import { arrayOf, bool, num, oneOf, section, str, warning } from '../config/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -25,10 +25,16 @@ export interface MqttConfig {
   'outbox.max.messages': number;
   /** Kura's CloudService property: gzip protobuf payloads when that makes them shorter. */
   'encode.gzip': boolean;
+  /** What a requester over this connection may do, as an identity's permissions over REST. */
+  'requester.permissions': string[];
+  /** MQTT application ids not served on this connection (nor announced in its BIRTH). */
+  'applications.disabled': string[];
 }
 
 // MQTT topic levels must not contain wildcards or separators.
 const LEVEL = /^[^/#+\u0000]+$/;
+// Permission names as identities carry them (docs/configuration.md "identities").
+const PERMISSION = /^(kura\.admin|rest\.[A-Za-z0-9_.-]+|[A-Za-z0-9_.-]+)$/;
 
 export const mqttSection = section<MqttConfig>({
   enabled: [bool, false],
@@ -46,6 +52,8 @@ export const mqttSection = section<MqttConfig>({
   'tls.key': [str(), ''],
   'outbox.max.messages': [num({ int: true, min: 1, max: 10_000_000 }), 10000],
   'encode.gzip': [bool, true],
+  'requester.permissions': [arrayOf(str({ pattern: PERMISSION, patternHint: 'not a permission name' }), { unique: true }), ['kura.admin']],
+  'applications.disabled': [arrayOf(str({ pattern: LEVEL, patternHint: 'not an MQTT application id (a topic level: non-empty, without / # +)' }), { unique: true }), []],
 });
 
 export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: MqttConfig; problems: Problem[] } {

@@ -12,12 +12,15 @@
 //       was set up (the will is fixed at CONNECT time, so it cannot carry the time of death).
 // The device publishes on other clients' topics only …/REPLY/… and …/NOTIFY/<own client id>/…
 // (Eclipse Kapua's broker ACLs); `mayPublish` holds every reply and notification to that.
+// What this connection serves is its own (`requester.permissions`, `applications.disabled`: the
+// applications it subscribes to, announces in BIRTH and answers; docs/mqtt.md "Who may send
+// requests"); those two and the outbox bound change without reconnecting.
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
 import fs from 'node:fs';
 import type { ChannelRecord } from '../assets/types.js';
 import type { Logger } from '../log.js';
-import type { MqttApplications } from './applications.js';
+import type { MqttApplications, RequesterPolicy } from './applications.js';
 import { Envelope, type Reply } from './envelope.js';
 import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } from './client.js';
 import type { MqttConfig } from './config.js';
@@ -52,6 +55,8 @@ const WINDOW = 32;
 const MAX_CONCURRENT_REQUESTS = 256;
 /** A request body beyond this is not parsed (a JSON array of asset names is a few KB at most). */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+/** Keys applied to a running connection (their values here only blank them out for a comparison). */
+const LIVE_KEYS = { 'requester.permissions': [], 'applications.disabled': [], 'outbox.max.messages': 0 };
 
 export class MqttService {
   private config: MqttConfig;
@@ -93,13 +98,28 @@ export class MqttService {
     this.connect();
   }
 
-  /** Applies a new `mqtt` section (SIGHUP). The outbox and its pending messages are kept. */
+  /**
+   * Applies a new `mqtt` section (SIGHUP). The outbox and its pending messages are kept. A change of
+   * the requester policy or the outbox bound only is applied to the running connection (BIRTH is
+   * published again when the applications it serves change); anything else reconnects.
+   */
   async reconfigure(next: MqttConfig): Promise<void> {
     if (JSON.stringify(next) === JSON.stringify(this.config)) return;
+    const prev = this.config;
+    this.outbox.maxMessages = next['outbox.max.messages'];
+    const connection = (c: MqttConfig) => JSON.stringify({ ...c, ...LIVE_KEYS });
+    if (connection(next) === connection(prev)) {
+      this.config = next;
+      if (JSON.stringify(next['applications.disabled']) !== JSON.stringify(prev['applications.disabled'])) {
+        this.syncSubscriptions();
+        this.scheduleBirth();
+      }
+      this.log.info('mqtt requester policy or outbox bounds changed');
+      return;
+    }
     this.log.info('mqtt configuration changed, reconnecting');
     await this.disconnect();
     this.config = next;
-    this.outbox.maxMessages = next['outbox.max.messages'];
     if (!next.enabled) {
       this.telemetry.stop();
       if (this.outboxOpen) await this.outbox.flush();
@@ -152,7 +172,19 @@ export class MqttService {
 
   private facts(): LifecycleFacts {
     const c = this.config;
-    return { startedAt: this.startedAt, clientId: c['client-id'], encoding: c['payload.encoding'], applicationIds: this.applications.ids(), connectionIp: this.client?.localAddress };
+    return { startedAt: this.startedAt, clientId: c['client-id'], encoding: c['payload.encoding'], applicationIds: this.servedIds(), connectionIp: this.client?.localAddress };
+  }
+
+  /** The applications this connection serves: every registered one but those it disables. */
+  private servedIds(): string[] {
+    const disabled = this.config['applications.disabled'];
+    return this.applications.ids().filter((id) => !disabled.includes(id));
+  }
+
+  /** The requester policy in force for the next request. */
+  private policy(): RequesterPolicy {
+    const c = this.config;
+    return { permissions: c['requester.permissions'], serves: (appId) => !c['applications.disabled'].includes(appId) };
   }
 
   private birth(): MqttMessage {
@@ -255,7 +287,7 @@ export class MqttService {
     const client = this.client;
     const envelope = this.envelope;
     if (!client || !envelope) return;
-    const ids = new Set(this.applications.ids());
+    const ids = new Set(this.servedIds());
     const failed = (err: unknown) => this.log.warn('mqtt subscribe failed', { error: (err as Error).message });
     for (const id of ids) {
       if (this.subscribed.has(id)) continue;
@@ -286,7 +318,7 @@ export class MqttService {
       return Promise.resolve();
     };
     this.applications
-      .dispatch(envelope, topic, payload, (r) => void send(r).catch(() => {}), this.log)
+      .dispatch(envelope, topic, payload, (r) => void send(r).catch(() => {}), this.log, this.policy())
       .then(async (reply) => {
         if (reply) await send(reply);
       })
