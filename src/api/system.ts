@@ -16,7 +16,7 @@ import { VERSION } from '../version.js';
 export interface SystemDeps {
   config: () => Config;
   /** The MQTT service's state, once it exists. */
-  mqtt: () => { connected: boolean; pending: number; dropped: number } | undefined;
+  mqtt: () => { connected: boolean; pending: number; dropped: number; bytes: number } | undefined;
 }
 
 const kb = (n: number) => Math.round(n / 1024);
@@ -147,6 +147,8 @@ function status(server: HttpServer, deps: SystemDeps, cache: { last?: Usage }): 
       outboxPending: mqtt?.pending ?? 0,
       outboxDropped: mqtt?.dropped ?? 0,
       outboxMax: cfg.mqtt['outbox.max.messages'],
+      outboxBytes: mqtt?.bytes ?? 0,
+      outboxMaxBytes: cfg.mqtt['outbox.max.bytes'],
     },
     dataDir: { path: cfg.dataDir, usedBytes: usage.bytes, files: usage.files, ...filesystem(cfg.dataDir) },
   };

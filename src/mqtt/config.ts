@@ -23,6 +23,8 @@ export interface MqttConfig {
   'tls.cert': string;
   'tls.key': string;
   'outbox.max.messages': number;
+  /** Bytes the outbox's files may take in dataDir (docs/mqtt.md "Telemetry"). */
+  'outbox.max.bytes': number;
   /** Kura's CloudService property: gzip protobuf payloads when that makes them shorter. */
   'encode.gzip': boolean;
   /** What a requester over this connection may do, as an identity's permissions over REST. */
@@ -35,6 +37,9 @@ export interface MqttConfig {
 const LEVEL = /^[^/#+\u0000]+$/;
 // Permission names as identities carry them (docs/configuration.md "identities").
 const PERMISSION = /^(kura\.admin|rest\.[A-Za-z0-9_.-]+|[A-Za-z0-9_.-]+)$/;
+
+/** docs/configuration.md "mqtt": 16 MiB fits beside the rest of dataDir on a small data partition. */
+export const DEFAULT_OUTBOX_MAX_BYTES = 16 * 1024 * 1024;
 
 export const mqttSection = section<MqttConfig>({
   enabled: [bool, false],
@@ -50,7 +55,10 @@ export const mqttSection = section<MqttConfig>({
   'tls.ca': [str(), ''],
   'tls.cert': [str(), ''],
   'tls.key': [str(), ''],
-  'outbox.max.messages': [num({ int: true, min: 1, max: 10_000_000 }), 10000],
+  // Each pending message costs the outbox some bookkeeping in memory even when its payload is on
+  // disk only (src/mqtt/outbox.ts): the maximum keeps that within a few MB.
+  'outbox.max.messages': [num({ int: true, min: 1, max: 100_000 }), 10000],
+  'outbox.max.bytes': [num({ int: true, min: 65_536, max: 2 ** 31 - 1 }), DEFAULT_OUTBOX_MAX_BYTES],
   'encode.gzip': [bool, true],
   'requester.permissions': [arrayOf(str({ pattern: PERMISSION, patternHint: 'not a permission name' }), { unique: true }), ['kura.admin']],
   'applications.disabled': [arrayOf(str({ pattern: LEVEL, patternHint: 'not an MQTT application id (a topic level: non-empty, without / # +)' }), { unique: true }), []],

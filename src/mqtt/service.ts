@@ -14,7 +14,7 @@
 // (Eclipse Kapua's broker ACLs); `mayPublish` holds every reply and notification to that.
 // What this connection serves is its own (`requester.permissions`, `applications.disabled`: the
 // applications it subscribes to, announces in BIRTH and answers; docs/mqtt.md "Who may send
-// requests"); those two and the outbox bound change without reconnecting.
+// requests"); those two and the outbox bounds change without reconnecting.
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
 import fs from 'node:fs';
@@ -26,7 +26,7 @@ import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } 
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
-import type { Outbox, OutboxMessage } from './outbox.js';
+import type { Outbox } from './outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { MetricNames, encodeTelemetry, type Telemetry } from './telemetry.js';
 
@@ -56,7 +56,7 @@ const MAX_CONCURRENT_REQUESTS = 256;
 /** A request body beyond this is not parsed (a JSON array of asset names is a few KB at most). */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 /** Keys applied to a running connection (their values here only blank them out for a comparison). */
-const LIVE_KEYS = { 'requester.permissions': [], 'applications.disabled': [], 'outbox.max.messages': 0 };
+const LIVE_KEYS = { 'requester.permissions': [], 'applications.disabled': [], 'outbox.max.messages': 0, 'outbox.max.bytes': 0 };
 
 export class MqttService {
   private config: MqttConfig;
@@ -69,8 +69,8 @@ export class MqttService {
   private readonly outbox: Outbox;
   private readonly telemetry: Telemetry;
   private outboxOpen = false;
+  /** Messages handed to the current client and not yet acknowledged (a new set per client). */
   private handed = new Set<bigint>();
-  private cursor?: IterableIterator<OutboxMessage>;
   private unlistenOutbox?: () => void;
   private activeRequests = 0;
   private readonly startedAt = Date.now();
@@ -100,13 +100,14 @@ export class MqttService {
 
   /**
    * Applies a new `mqtt` section (SIGHUP). The outbox and its pending messages are kept. A change of
-   * the requester policy or the outbox bound only is applied to the running connection (BIRTH is
+   * the requester policy or the outbox bounds only is applied to the running connection (BIRTH is
    * published again when the applications it serves change); anything else reconnects.
    */
   async reconfigure(next: MqttConfig): Promise<void> {
     if (JSON.stringify(next) === JSON.stringify(this.config)) return;
     const prev = this.config;
     this.outbox.maxMessages = next['outbox.max.messages'];
+    this.outbox.maxBytes = next['outbox.max.bytes'];
     const connection = (c: MqttConfig) => JSON.stringify({ ...c, ...LIVE_KEYS });
     if (connection(next) === connection(prev)) {
       this.config = next;
@@ -275,7 +276,6 @@ export class MqttService {
     client.on('offline', () => this.outbox?.setOnline(false));
     this.client = client;
     this.envelope = envelope;
-    this.cursor = undefined;
     this.subscribed.clear();
     this.syncSubscriptions();
     client.start();
@@ -337,39 +337,25 @@ export class MqttService {
       .catch((err) => this.log.warn('telemetry not stored', { asset: pid, error: (err as Error).message }));
   }
 
-  /** The oldest pending message not yet handed to the client. */
-  private nextUnhanded(outbox: Outbox): OutboxMessage | undefined {
-    for (let pass = 0; pass < 2; pass++) {
-      this.cursor ??= outbox.messages();
-      for (let r = this.cursor.next(); !r.done; r = this.cursor.next()) {
-        if (!this.handed.has(r.value.seq)) return r.value;
-      }
-      // A finished Map iterator stays finished; start over (only handed messages precede new ones).
-      this.cursor = undefined;
-    }
-    return undefined;
-  }
-
   /** Hands pending outbox messages to the client, WINDOW at a time, oldest first. */
   private pump(): void {
     const outbox = this.outbox;
     const client = this.client;
+    const handed = this.handed;
     if (!this.outboxOpen || !client) return;
-    while (this.handed.size < WINDOW) {
-      const m = this.nextUnhanded(outbox);
+    while (handed.size < WINDOW) {
+      const m = outbox.take();
       if (!m) return;
-      this.handed.add(m.seq);
+      handed.add(m.seq);
+      const seq = m.seq;
       client.publish(m.topic, m.payload, { qos: m.qos }).then(
         () => {
-          outbox.ack(m.seq);
-          this.handed.delete(m.seq);
+          handed.delete(seq);
+          outbox.ack(seq);
           this.pump();
         },
-        () => {
-          // The client was stopped; the message stays in the outbox for the next client.
-          this.handed.delete(m.seq);
-          this.cursor = undefined;
-        },
+        // The client was stopped (disconnect() put its messages back); they stay in the outbox.
+        () => handed.delete(seq),
       );
     }
   }
@@ -381,7 +367,7 @@ export class MqttService {
     this.client = undefined;
     this.envelope = undefined;
     if (client) await client.end();
-    this.handed.clear();
-    this.cursor = undefined;
+    this.handed = new Set();
+    this.outbox.untakeAll();
   }
 }
