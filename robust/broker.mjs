@@ -16,7 +16,7 @@ import { sleep } from './lib/http.mjs';
 
 const MOSQUITTO = '/usr/sbin/mosquitto';
 
-function broker(port, dir) {
+export function broker(port, dir) {
   const conf = path.join(dir, 'mosquitto.conf');
   // As root, mosquitto would drop to user `mosquitto` and lose access to the private temp dir.
   // Debug logging names every PUBLISH/PUBACK with its message id: after a run, a value the device
@@ -59,7 +59,7 @@ function broker(port, dir) {
 }
 
 /** A persistent QoS 1 subscriber that reconnects and resubscribes by itself. */
-function subscriber(port, topic, onMessage) {
+export function subscriber(port, topic, onMessage) {
   let stopped = false;
   let sock;
   let connected = false;

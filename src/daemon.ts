@@ -120,7 +120,7 @@ export class Daemon {
     this.mount(assetV1Family(this.assets));
     this.mount(assetStatusFamily(this.assets));
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
-    const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], log: log.child({ component: 'mqtt' }) });
+    const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
     const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
     this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }), listenersRefused: () => this.listenersRefused }));

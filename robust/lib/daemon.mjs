@@ -108,6 +108,8 @@ export async function startDaemon(config, opts = {}) {
         cwd: dir,
         env: opts.env,
         device: true,
+        // `wrap`: a command prefix the daemon runs under (a memory cgroup, test/helpers/memory-cgroup.mjs).
+        command: opts.wrap && [...opts.wrap, process.execPath, ...deviceSettings().flags, BUNDLE],
         keep: 0,
         onLine: (line) => {
           // One log across restarts: the last lines, every error line, all lines when asked.

@@ -16,7 +16,7 @@ import { VERSION } from '../version.js';
 export interface SystemDeps {
   config: () => Config;
   /** The MQTT service's state, once it exists. */
-  mqtt: () => { connected: boolean; pending: number; dropped: number } | undefined;
+  mqtt: () => { connected: boolean; pending: number; dropped: number; bytes: number } | undefined;
   /** Set when this start opened the image file's listener settings instead of the runtime layer's. */
   listenersRefused?: () => { at: number; properties: string[]; error: string } | undefined;
 }
@@ -149,6 +149,8 @@ function status(server: HttpServer, deps: SystemDeps, cache: { last?: Usage }): 
       outboxPending: mqtt?.pending ?? 0,
       outboxDropped: mqtt?.dropped ?? 0,
       outboxMax: cfg.mqtt['outbox.max.messages'],
+      outboxBytes: mqtt?.bytes ?? 0,
+      outboxMaxBytes: cfg.mqtt['outbox.max.bytes'],
     },
     dataDir: { path: cfg.dataDir, usedBytes: usage.bytes, files: usage.files, ...filesystem(cfg.dataDir) },
     listenerFallback: listenerFallback(deps),

@@ -8,6 +8,7 @@ import { ConfigError, type ConfigurationService } from './service.js';
 import { rawJson, type CoreRequest, type Family, type Method } from '../core/family.js';
 import type { ChangeActor } from './reserved.js';
 import { heapBound } from '../config/heap.js';
+import { ReplyTooLargeError } from '../core/errors.js';
 
 type Svc = ConfigurationService;
 const bad = (text: string) => new ConfigError(400, text);
@@ -38,7 +39,7 @@ function fits(svc: Svc, cs: Component[]): Component[] {
   const budget = heapBound() / 6;
   if (ads * BYTES_PER_AD > budget) {
     const mb = (x: number) => (x / 1048576).toFixed(1);
-    throw new ConfigError(413, `Reply too large: about ${mb(ads * BYTES_PER_AD)} MB of configurations with their definitions, ${mb(budget)} MB fit this daemon's heap bound; ask for fewer components with configurableComponents/configurations/byPid, or raise the heap bound (GATEWAYD_NODE_FLAGS=--max-old-space-size=…)`);
+    throw new ReplyTooLargeError(`Reply too large: about ${mb(ads * BYTES_PER_AD)} MB of configurations with their definitions, ${mb(budget)} MB fit this daemon's heap bound; ask for fewer components with configurableComponents/configurations/byPid, or raise the heap bound (GATEWAYD_NODE_FLAGS=--max-old-space-size=…)`);
   }
   return cs;
 }

@@ -8,6 +8,8 @@
 //   'text'   REST `text/plain` detail (Kura's deploy/v2 and assets services);
 //   'native' MQTT only, Kura's native applications (ASSET-V1, DEPLOY-V2): `response.code` and, when
 //            there is a detail, `response.exception.message` = KuraException text (`Bad request. …`).
+// Over MQTT a `response.code` is always one Eclipse Kapua reads (200, 400, 404, 500; docs/mqtt.md
+// "Response codes"): `mqttResponseCode` maps any other, and the envelope applies it to every reply.
 // HttpError (src/http/context.ts) is a RequestError, so everything the HTTP layer throws (body
 // limits, 415, 507) reaches MQTT handlers as the same type.
 
@@ -32,19 +34,51 @@ export class RequestError extends Error {
 /** Something a request asked for is beyond a bound of the daemon (too many channels, a reply too big). */
 export class LimitError extends RequestError {}
 
+/**
+ * A reply that would be larger than the daemon sends: 413 over REST, 500 over MQTT (the request
+ * itself was well-formed; docs/mqtt.md "Response codes").
+ */
+export class ReplyTooLargeError extends LimitError {
+  constructor(detail: string) {
+    super(413, detail);
+  }
+}
+
+/** The response codes Kapua's translator knows (KuraResponseCode); any other hides the message behind an internal error. */
+const KAPUA_CODES: readonly number[] = [200, 400, 404, 500];
+
+export const isKapuaCode = (code: number): boolean => KAPUA_CODES.includes(code);
+
+/**
+ * The `response.code` an MQTT reply carries for `code`: Kapua's four as they are; a reply over a
+ * bound 500; any other success 200, client error 400, anything else 500.
+ */
+export function mqttResponseCode(code: number, replyTooLarge = false): number {
+  if (isKapuaCode(code)) return code;
+  if (replyTooLarge) return 500;
+  if (code >= 200 && code < 300) return 200;
+  return code >= 400 && code < 500 ? 400 : 500;
+}
+
 /** Kura's OPERATION_NOT_SUPPORTED for a method a handler does not implement (`Operation put not supported.`). */
 export function notSupported(method: string): RequestError {
   const verb = method === 'DEL' || method === 'DELETE' ? 'delete' : method.toLowerCase();
   return new RequestError(500, `Operation ${verb} not supported.`);
 }
 
-/** The reply of an MQTT application for an error, in the family's style (see the header). */
-export function mqttError(style: ErrorStyle, err: RequestError): { code: number; message?: string; body?: string } {
+/**
+ * The reply of an MQTT application for an error, in the family's style (see the header). A status
+ * Kapua does not read keeps its detail in `response.exception.message` in every style, as that is
+ * all Kapua shows of an error reply.
+ */
+export function mqttError(style: ErrorStyle, err: RequestError): { code: number; message?: string; body?: string; replyTooLarge?: boolean } {
+  const replyTooLarge = err instanceof ReplyTooLargeError || undefined;
   if (style === 'native') {
-    if (err.detail === undefined) return { code: err.status };
+    if (err.detail === undefined) return { code: err.status, replyTooLarge };
     // KuraException BAD_REQUEST reads `Bad request. {0}`; we name the problem instead of `{0}`.
     const message = err.status === 400 && !err.detail.startsWith('Bad request.') ? `Bad request. ${err.detail}` : err.detail;
-    return { code: err.status, message };
+    return { code: err.status, message, replyTooLarge };
   }
-  return { code: err.status, body: JSON.stringify({ message: err.detail ?? 'An internal error occurred' }) };
+  const message = isKapuaCode(err.status) ? undefined : err.detail;
+  return { code: err.status, message, body: JSON.stringify({ message: err.detail ?? 'An internal error occurred' }), replyTooLarge };
 }

@@ -40,8 +40,9 @@
 //
 // `applications` is the daemon's MqttApplications (src/mqtt/applications.ts): the set of MQTT
 // application ids present (`ids()`, `onChange()`, for BIRTH's `application_ids`); `register` and
-// `unregister` work at run time (a package adding a handler). Over MQTT the requester is trusted as
-// Kura trusts it (no role checks: access is the broker's ACL), so `req.identity` carries `kura.admin`.
+// `unregister` work at run time (a package adding a handler). Over MQTT the requester has the
+// connection's `requester.permissions` (default `kura.admin`: Kura trusts the broker's ACL), checked
+// against the family's role as REST checks an identity's (`permits`), and `req.identity` carries them.
 
 import { Router } from '../http/router.js';
 import type { ErrorStyle } from './errors.js';
@@ -94,7 +95,10 @@ export interface Family {
   rest?: string;
   /** MQTT application id; absent: not an MQTT application. */
   appId?: string;
-  /** REST only: Kura's `@RolesAllowed`, permission `rest.<role>` (or kura.admin) on every route. */
+  /**
+   * Kura's `@RolesAllowed`, permission `rest.<role>` (or kura.admin) on every route, over REST and
+   * MQTT; a family without a role is open over REST and needs kura.admin over MQTT.
+   */
   role?: string;
   errors: ErrorStyle;
   routes: CoreRoute[];
@@ -103,6 +107,14 @@ export interface Family {
    * when the resource is unknown). Default: Kura's REST proxy, 404 `Not found.`.
    */
   noMatch?(method: string, resources: readonly string[], allowed: readonly string[]): Error;
+}
+
+/**
+ * Kura's roles (docs/rest-api.md "Authentication"): `rest.<role>`, or kura.admin which passes every
+ * role. Over MQTT an application without a role needs kura.admin.
+ */
+export function permits(permissions: readonly string[], role: string | undefined): boolean {
+  return permissions.includes('kura.admin') || (role !== undefined && permissions.includes(`rest.${role}`));
 }
 
 /** The text of a handler's result as a reply body; undefined for none. */

@@ -1,18 +1,16 @@
 // A request-core family (src/core/family.ts) as an MQTT application (src/mqtt/applications.ts):
 // the topic's method and resource levels select the route, the body goes through the one JSON
 // reader, errors are formatted by the family's style (src/core/errors.ts), and a reply beyond
-// MAX_REPLY_BYTES becomes a 413 error reply instead of a message the broker may refuse.
+// MAX_REPLY_BYTES becomes an error reply (`Reply too large`, response.code 500) instead of a
+// message the broker may refuse.
 
 import type { Logger } from '../log.js';
-import type { MqttApplication } from '../mqtt/applications.js';
+import type { ApplicationContext, MqttApplication } from '../mqtt/applications.js';
 import type { MqttRequest, MqttResponse } from '../mqtt/envelope.js';
-import { LimitError, RequestError, mqttError } from './errors.js';
+import { ReplyTooLargeError, RequestError, mqttError } from './errors.js';
 import { readJsonBytes } from './json.js';
 import { MAX_REPLY_BYTES } from './limits.js';
 import { METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from './family.js';
-
-/** Over MQTT the requester is trusted as Kura trusts it: access control is the broker's ACL. */
-const MQTT_PERMISSIONS: readonly string[] = ['kura.admin'];
 
 export function familyApplication(family: Family, log: Logger): MqttApplication {
   if (family.appId === undefined) throw new Error(`family ${family.name} has no MQTT application id`);
@@ -20,7 +18,9 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
   const noMatch = family.noMatch ?? (() => new RequestError(404, 'Not found.'));
   return {
     appId: family.appId,
-    async handle(req: MqttRequest): Promise<MqttResponse> {
+    // Checked before `handle` for every application (src/mqtt/applications.ts `dispatch`).
+    role: family.role,
+    async handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse> {
       try {
         const m = (METHODS as readonly string[]).includes(req.method) ? router.find(req.method, `/${req.resources.join('/')}`) : undefined;
         if (!m || m.kind !== 'found') throw noMatch(req.method, req.resources, m?.kind === 'method-not-allowed' ? m.allowed : []);
@@ -29,12 +29,12 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
           method: req.method as Method,
           resources: req.resources,
           params: m.params,
-          identity: { name: req.requester, via: 'mqtt', permissions: MQTT_PERMISSIONS },
+          identity: { name: req.requester, via: 'mqtt', permissions: ctx.permissions },
           body: async (o) => readJsonBytes(req.body, o),
         };
         const text = replyText(await m.handler.handler(core));
         if (text !== undefined && text.length > MAX_REPLY_BYTES / 4 && Buffer.byteLength(text) > MAX_REPLY_BYTES) {
-          throw new LimitError(413, `Reply too large: ${Buffer.byteLength(text)} bytes, the limit is ${MAX_REPLY_BYTES}; ask for fewer assets or channels`);
+          throw new ReplyTooLargeError(`Reply too large: ${Buffer.byteLength(text)} bytes, the limit is ${MAX_REPLY_BYTES}; ask for fewer assets or channels`);
         }
         return { code: 200, body: text };
       } catch (err) {

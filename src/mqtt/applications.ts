@@ -5,21 +5,37 @@
 //
 // A request-core family becomes an application with `familyApplication` (src/core/mqtt.ts); an
 // application may also implement `MqttApplication` directly (e.g. to read request metrics).
+//
+// Who may ask what is decided here, once for every application (docs/mqtt.md "Who may send
+// requests"): the connection's requester permissions against the application's role, as REST
+// authorises an identity against a family's role. The registry is the daemon's; what a connection
+// serves of it (its permissions, its disabled applications) is the connection's `RequesterPolicy`.
 
+import { permits } from '../core/family.js';
 import type { Logger } from '../log.js';
 import type { Envelope, MqttRequest, MqttResponse, Reply } from './envelope.js';
 
 export interface ApplicationContext {
   /** The device's MQTT client id (NOTIFY's `client.id`). */
   readonly clientId: string;
+  /** The requester's permissions (the connection's `requester.permissions`). */
+  readonly permissions: readonly string[];
   /** Publishes a NOTIFY message to the requester (QoS 0, as Kura), e.g. DEPLOY-V2 progress. */
   notify(resource: string, message: Omit<MqttResponse, 'code'>): void;
 }
 
 export interface MqttApplication {
   readonly appId: string;
+  /** A requester needs permission `rest.<role>` (or kura.admin); without a role, kura.admin. */
+  readonly role?: string;
   /** Answers one request. Should not throw; if it does, the requester gets a 500 without details. */
   handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse>;
+}
+
+/** What one connection serves: the requester's permissions, and whether it serves an application. */
+export interface RequesterPolicy {
+  readonly permissions: readonly string[];
+  serves(appId: string): boolean;
 }
 
 /** Application ids are topic levels: no separator, wildcard or NUL [MQTT-4.7.1]. */
@@ -66,11 +82,11 @@ export class MqttApplications {
    * Handles one incoming message: decodes it with `envelope`, runs the application, resolves with
    * the reply to publish (undefined for none). Never rejects.
    */
-  async dispatch(envelope: Envelope, topic: string, payload: Buffer, publish: (r: Reply) => void, log: Logger): Promise<Reply | undefined> {
+  async dispatch(envelope: Envelope, topic: string, payload: Buffer, publish: (r: Reply) => void, log: Logger, policy: RequesterPolicy): Promise<Reply | undefined> {
     const parsed = envelope.parse(topic, payload);
     if (!parsed.ok) {
       const r = parsed.refused;
-      if (r && this.apps.has(r.request.appId)) {
+      if (r && this.apps.has(r.request.appId) && policy.serves(r.request.appId)) {
         log.warn('MQTT request refused', { topic, code: r.response.code, reason: parsed.reason });
         return envelope.reply(r.request, r.response);
       }
@@ -79,10 +95,18 @@ export class MqttApplications {
     }
     const req = parsed.request;
     const app = this.apps.get(req.appId);
-    if (!app) return undefined;
+    // A disabled application is not there for this connection: no reply, as for an unknown one.
+    if (!app || !policy.serves(req.appId)) return undefined;
+    const permissions = policy.permissions;
+    const role = app.role;
+    if (!permits(permissions, role)) {
+      const needed = role === undefined ? 'kura.admin' : `rest.${role}`;
+      log.info('MQTT request refused: missing permission', { app: req.appId, requester: req.requester, permission: needed });
+      return envelope.reply(req, { code: 400, message: `Forbidden: requires ${needed}` });
+    }
     let res: MqttResponse;
     try {
-      res = await app.handle(req, { clientId: envelope.opts.clientId, notify: (resource, m) => publish(envelope.notification(req, resource, m)) });
+      res = await app.handle(req, { clientId: envelope.opts.clientId, permissions, notify: (resource, m) => publish(envelope.notification(req, resource, m)) });
     } catch (err) {
       log.error('MQTT request failed', { topic, error: (err as Error)?.message ?? String(err) });
       res = { code: 500 };

@@ -3,7 +3,7 @@
 import type { Problem } from '../config/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { bool, duration, num, oneOf, section, str, warning } from '../config/schema.js';
+import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../config/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -23,12 +23,23 @@ export interface MqttConfig {
   'tls.cert': string;
   'tls.key': string;
   'outbox.max.messages': number;
+  /** Bytes the outbox's files may take in dataDir (docs/mqtt.md "Telemetry"). */
+  'outbox.max.bytes': number;
   /** Kura's CloudService property: gzip protobuf payloads when that makes them shorter. */
   'encode.gzip': boolean;
+  /** What a requester over this connection may do, as an identity's permissions over REST. */
+  'requester.permissions': string[];
+  /** MQTT application ids not served on this connection (nor announced in its BIRTH). */
+  'applications.disabled': string[];
 }
 
 // MQTT topic levels must not contain wildcards or separators.
 const LEVEL = /^[^/#+\u0000]+$/;
+// Permission names as identities carry them (docs/configuration.md "identities").
+const PERMISSION = /^(kura\.admin|rest\.[A-Za-z0-9_.-]+|[A-Za-z0-9_.-]+)$/;
+
+/** docs/configuration.md "mqtt": 16 MiB fits beside the rest of dataDir on a small data partition. */
+export const DEFAULT_OUTBOX_MAX_BYTES = 16 * 1024 * 1024;
 
 export const mqttSection = section<MqttConfig>({
   enabled: [bool, false],
@@ -45,8 +56,13 @@ export const mqttSection = section<MqttConfig>({
   'tls.ca': [str(), ''],
   'tls.cert': [str(), ''],
   'tls.key': [str(), ''],
-  'outbox.max.messages': [num({ int: true, min: 1, max: 10_000_000 }), 10000],
+  // Each pending message costs the outbox some bookkeeping in memory even when its payload is on
+  // disk only (src/mqtt/outbox.ts): the maximum keeps that within a few MB.
+  'outbox.max.messages': [num({ int: true, min: 1, max: 100_000 }), 10000],
+  'outbox.max.bytes': [num({ int: true, min: 65_536, max: 2 ** 31 - 1 }), DEFAULT_OUTBOX_MAX_BYTES],
   'encode.gzip': [bool, true],
+  'requester.permissions': [arrayOf(str({ pattern: PERMISSION, patternHint: 'not a permission name' }), { unique: true }), ['kura.admin']],
+  'applications.disabled': [arrayOf(str({ pattern: LEVEL, patternHint: 'not an MQTT application id (a topic level: non-empty, without / # +)' }), { unique: true }), []],
 });
 
 export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: MqttConfig; problems: Problem[] } {

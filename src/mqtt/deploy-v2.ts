@@ -257,6 +257,8 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
 
   return {
     appId: DEPLOY_V2,
+    // REST deploy/v2's role, checked before `handle` (src/mqtt/applications.ts).
+    role: 'deploy',
     async handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse> {
       const p = new Params(req);
       const [first, ...rest] = req.resources;

@@ -14,7 +14,10 @@
 //   reply    same reply topic; the JSON on success, else
 //            {"response.code":400,"response.exception.message":"…"} (with the fields of a JSON
 //            error body, e.g. "message", merged in).
+// Every reply's `response.code` is one Eclipse Kapua reads (200, 400, 404, 500): `encode` maps any
+// other an application answers (src/core/errors.ts `mqttResponseCode`, docs/mqtt.md "Response codes").
 
+import { mqttResponseCode } from '../core/errors.js';
 import type { PayloadEncoding } from './config.js';
 import { decodeKuraPayload, encodeKuraPayloadForWire, findMetric, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from './simple-json-payload.js';
@@ -38,6 +41,8 @@ export interface MqttResponse {
   message?: string;
   body?: string | Buffer;
   metrics?: KuraMetric[];
+  /** An error because the reply would exceed a size bound: sent as 500 (a 413 over REST). */
+  replyTooLarge?: boolean;
 }
 
 export interface Reply {
@@ -145,17 +150,18 @@ export class Envelope {
   private encode(res: MqttResponse): Buffer {
     const o = this.opts;
     const body = typeof res.body === 'string' ? Buffer.from(res.body, 'utf8') : res.body;
+    const code = mqttResponseCode(res.code, res.replyTooLarge);
     if (o.encoding === 'json') {
       // Bare JSON has no metrics: a reply made of metrics (DEPLOY-V2's GET/download) is their object.
       const metrics = res.metrics?.length ? `,${res.metrics.map((m) => `${JSON.stringify(m.name)}:${m.type === 'INT64' ? String(m.value) : JSON.stringify(m.type === 'BYTES' ? m.value.toString('base64') : m.value)}`).join(',')}` : '';
-      if (res.code === 200) return body ?? Buffer.from(metrics ? `{${metrics.slice(1)}}` : '', 'utf8');
-      let text = JSON.stringify({ 'response.code': res.code, 'response.exception.message': res.message }).slice(0, -1) + metrics + '}';
+      if (code === 200) return body ?? Buffer.from(metrics ? `{${metrics.slice(1)}}` : '', 'utf8');
+      let text = JSON.stringify({ 'response.code': code, 'response.exception.message': res.message }).slice(0, -1) + metrics + '}';
       // A JSON error body (Kura's REST-proxy applications: {"message": …}) keeps its fields.
       const extra = body?.toString('utf8');
       if (extra && extra.startsWith('{') && extra !== '{}') text = `${text.slice(0, -1)},${extra.slice(1)}`;
       return Buffer.from(text, 'utf8');
     }
-    const p: KuraPayload = { timestamp: BigInt(Date.now()), metrics: [{ name: 'response.code', type: 'INT32', value: res.code }] };
+    const p: KuraPayload = { timestamp: BigInt(Date.now()), metrics: [{ name: 'response.code', type: 'INT32', value: code }] };
     if (res.message !== undefined) p.metrics.push({ name: 'response.exception.message', type: 'STRING', value: res.message });
     if (res.metrics) p.metrics.push(...res.metrics);
     if (body !== undefined) p.body = body;

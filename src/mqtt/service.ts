@@ -12,18 +12,21 @@
 //       was set up (the will is fixed at CONNECT time, so it cannot carry the time of death).
 // The device publishes on other clients' topics only …/REPLY/… and …/NOTIFY/<own client id>/…
 // (Eclipse Kapua's broker ACLs); `mayPublish` holds every reply and notification to that.
+// What this connection serves is its own (`requester.permissions`, `applications.disabled`: the
+// applications it subscribes to, announces in BIRTH and answers; docs/mqtt.md "Who may send
+// requests"); those two and the outbox bounds change without reconnecting.
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
 import fs from 'node:fs';
 import type { ChannelRecord } from '../assets/types.js';
 import type { Logger } from '../log.js';
-import type { MqttApplications } from './applications.js';
+import type { MqttApplications, RequesterPolicy } from './applications.js';
 import { Envelope, type Reply } from './envelope.js';
 import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } from './client.js';
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
-import type { Outbox, OutboxMessage } from './outbox.js';
+import type { Outbox } from './outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { MetricNames, encodeTelemetry, type Telemetry } from './telemetry.js';
 
@@ -52,6 +55,8 @@ const WINDOW = 32;
 const MAX_CONCURRENT_REQUESTS = 256;
 /** A request body beyond this is not parsed (a JSON array of asset names is a few KB at most). */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+/** Keys applied to a running connection (their values here only blank them out for a comparison). */
+const LIVE_KEYS = { 'requester.permissions': [], 'applications.disabled': [], 'outbox.max.messages': 0, 'outbox.max.bytes': 0 };
 
 export class MqttService {
   private config: MqttConfig;
@@ -64,8 +69,8 @@ export class MqttService {
   private readonly outbox: Outbox;
   private readonly telemetry: Telemetry;
   private outboxOpen = false;
+  /** Messages handed to the current client and not yet acknowledged (a new set per client). */
   private handed = new Set<bigint>();
-  private cursor?: IterableIterator<OutboxMessage>;
   private unlistenOutbox?: () => void;
   private activeRequests = 0;
   private readonly startedAt = Date.now();
@@ -93,13 +98,29 @@ export class MqttService {
     this.connect();
   }
 
-  /** Applies a new `mqtt` section (SIGHUP). The outbox and its pending messages are kept. */
+  /**
+   * Applies a new `mqtt` section (SIGHUP). The outbox and its pending messages are kept. A change of
+   * the requester policy or the outbox bounds only is applied to the running connection (BIRTH is
+   * published again when the applications it serves change); anything else reconnects.
+   */
   async reconfigure(next: MqttConfig): Promise<void> {
     if (JSON.stringify(next) === JSON.stringify(this.config)) return;
+    const prev = this.config;
+    this.outbox.maxMessages = next['outbox.max.messages'];
+    this.outbox.maxBytes = next['outbox.max.bytes'];
+    const connection = (c: MqttConfig) => JSON.stringify({ ...c, ...LIVE_KEYS });
+    if (connection(next) === connection(prev)) {
+      this.config = next;
+      if (JSON.stringify(next['applications.disabled']) !== JSON.stringify(prev['applications.disabled'])) {
+        this.syncSubscriptions();
+        this.scheduleBirth();
+      }
+      this.log.info('mqtt requester policy or outbox bounds changed');
+      return;
+    }
     this.log.info('mqtt configuration changed, reconnecting');
     await this.disconnect();
     this.config = next;
-    this.outbox.maxMessages = next['outbox.max.messages'];
     if (!next.enabled) {
       this.telemetry.stop();
       if (this.outboxOpen) await this.outbox.flush();
@@ -152,7 +173,19 @@ export class MqttService {
 
   private facts(): LifecycleFacts {
     const c = this.config;
-    return { startedAt: this.startedAt, clientId: c['client-id'], encoding: c['payload.encoding'], applicationIds: this.applications.ids(), connectionIp: this.client?.localAddress };
+    return { startedAt: this.startedAt, clientId: c['client-id'], encoding: c['payload.encoding'], applicationIds: this.servedIds(), connectionIp: this.client?.localAddress };
+  }
+
+  /** The applications this connection serves: every registered one but those it disables. */
+  private servedIds(): string[] {
+    const disabled = this.config['applications.disabled'];
+    return this.applications.ids().filter((id) => !disabled.includes(id));
+  }
+
+  /** The requester policy in force for the next request. */
+  private policy(): RequesterPolicy {
+    const c = this.config;
+    return { permissions: c['requester.permissions'], serves: (appId) => !c['applications.disabled'].includes(appId) };
   }
 
   private birth(): MqttMessage {
@@ -243,7 +276,6 @@ export class MqttService {
     client.on('offline', () => this.outbox?.setOnline(false));
     this.client = client;
     this.envelope = envelope;
-    this.cursor = undefined;
     this.subscribed.clear();
     this.syncSubscriptions();
     client.start();
@@ -255,7 +287,7 @@ export class MqttService {
     const client = this.client;
     const envelope = this.envelope;
     if (!client || !envelope) return;
-    const ids = new Set(this.applications.ids());
+    const ids = new Set(this.servedIds());
     const failed = (err: unknown) => this.log.warn('mqtt subscribe failed', { error: (err as Error).message });
     for (const id of ids) {
       if (this.subscribed.has(id)) continue;
@@ -286,7 +318,7 @@ export class MqttService {
       return Promise.resolve();
     };
     this.applications
-      .dispatch(envelope, topic, payload, (r) => void send(r).catch(() => {}), this.log)
+      .dispatch(envelope, topic, payload, (r) => void send(r).catch(() => {}), this.log, this.policy())
       .then(async (reply) => {
         if (reply) await send(reply);
       })
@@ -305,39 +337,25 @@ export class MqttService {
       .catch((err) => this.log.warn('telemetry not stored', { asset: pid, error: (err as Error).message }));
   }
 
-  /** The oldest pending message not yet handed to the client. */
-  private nextUnhanded(outbox: Outbox): OutboxMessage | undefined {
-    for (let pass = 0; pass < 2; pass++) {
-      this.cursor ??= outbox.messages();
-      for (let r = this.cursor.next(); !r.done; r = this.cursor.next()) {
-        if (!this.handed.has(r.value.seq)) return r.value;
-      }
-      // A finished Map iterator stays finished; start over (only handed messages precede new ones).
-      this.cursor = undefined;
-    }
-    return undefined;
-  }
-
   /** Hands pending outbox messages to the client, WINDOW at a time, oldest first. */
   private pump(): void {
     const outbox = this.outbox;
     const client = this.client;
+    const handed = this.handed;
     if (!this.outboxOpen || !client) return;
-    while (this.handed.size < WINDOW) {
-      const m = this.nextUnhanded(outbox);
+    while (handed.size < WINDOW) {
+      const m = outbox.take();
       if (!m) return;
-      this.handed.add(m.seq);
+      handed.add(m.seq);
+      const seq = m.seq;
       client.publish(m.topic, m.payload, { qos: m.qos }).then(
         () => {
-          outbox.ack(m.seq);
-          this.handed.delete(m.seq);
+          handed.delete(seq);
+          outbox.ack(seq);
           this.pump();
         },
-        () => {
-          // The client was stopped; the message stays in the outbox for the next client.
-          this.handed.delete(m.seq);
-          this.cursor = undefined;
-        },
+        // The client was stopped (disconnect() put its messages back); they stay in the outbox.
+        () => handed.delete(seq),
       );
     }
   }
@@ -349,7 +367,7 @@ export class MqttService {
     this.client = undefined;
     this.envelope = undefined;
     if (client) await client.end();
-    this.handed.clear();
-    this.cursor = undefined;
+    this.handed = new Set();
+    this.outbox.untakeAll();
   }
 }

@@ -55,7 +55,7 @@ t.test('system/v1', async (t) => {
   t.ok(s.uptime >= 0 && s.startedAt <= Date.now());
   t.ok(s.memory.rss > 0 && s.memory.systemTotal >= s.memory.systemFree);
   t.same(s.listeners, [{ port: d.ports.http[0], protocol: 'http' }, { port: d.ports.https[0], protocol: 'https' }]);
-  t.same(s.mqtt, { enabled: false, brokerUrl: 'mqtt://127.0.0.1:1883', clientId: 'gatewayd', connected: false, outboxPending: 0, outboxDropped: 0, outboxMax: 500 }, 'no broker password');
+  t.same(s.mqtt, { enabled: false, brokerUrl: 'mqtt://127.0.0.1:1883', clientId: 'gatewayd', connected: false, outboxPending: 0, outboxDropped: 0, outboxMax: 500, outboxBytes: 0, outboxMaxBytes: 16777216 }, 'no broker password');
   t.notMatch(JSON.stringify(s), /secret/);
   t.equal(s.dataDir.path, d.dataDir);
   t.ok(s.dataDir.usedBytes > 0 && s.dataDir.files > 0, 'the identity store is in dataDir');

@@ -176,10 +176,11 @@ t.test('one family over REST and MQTT', mosquittoSkip(), async (t) => {
     t.same(JSON.parse(nf!.body!), { 'response.code': 404, message: 'Thing zz was not found.' });
   });
 
-  t.test('a reply beyond the bound is an error reply', async (t) => {
+  t.test('a reply beyond the bound is an error reply, response.code 500 (Kapua reads no 413)', async (t) => {
     const r = await mqtt('GET/huge');
-    t.equal(r!.code, 413);
+    t.equal(r!.code, 500);
     t.match(JSON.parse(r!.body!).message, new RegExp(`^Reply too large: \\d+ bytes, the limit is ${MAX_REPLY_BYTES}`));
+    t.match(r!.message, /^Reply too large/, 'the message in response.exception.message too');
     t.equal((await mqtt('GET/things'))!.code, 200, 'still serving');
   });
 

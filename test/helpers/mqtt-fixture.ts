@@ -34,13 +34,9 @@ export const until = async (cond: () => boolean, ms = 8000, what = 'condition'):
  * How many of an outbox's pending messages have an ADD record (were written to disk: produced while
  * offline, or read back at start). Tests wait for this to reach 0 rather than for an empty outbox:
  * with telemetry every few tens of ms a message is nearly always in flight at the instant of looking
- * on a loaded machine (a CI run failed on that wait). `stored` is the outbox's own mark.
+ * on a loaded machine (a CI run failed on that wait). `stored` is the outbox's own count.
  */
-export const storedPending = (outbox: Outbox): number => {
-  let n = 0;
-  for (const m of outbox.messages()) if ((m as { stored?: boolean }).stored) n++;
-  return n;
-};
+export const storedPending = (outbox: Outbox): number => outbox.stats().stored;
 
 export function channel(name: string, valueType: ValueType, mode: ChannelMode, props: Record<string, unknown> = {}, extra: Partial<ChannelConfig> = {}): ChannelConfig {
   return { name, enabled: true, mode, valueType, scale: 1, offset: 0, deadband: 0, driverProps: props, ...extra };

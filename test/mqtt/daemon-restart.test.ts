@@ -48,10 +48,10 @@ t.test('outbox survives SIGKILL of the daemon', mosquittoSkip(), async (t) => {
   // What is on disk now is what the restarted daemon owes the subscriber.
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-mqtt-copy-'));
   t.teardown(() => fs.rmSync(copy, { recursive: true, force: true }));
-  fs.copyFileSync(path.join(d1.dataDir, 'mqtt', 'outbox.log'), path.join(copy, 'outbox.log'));
+  for (const f of fs.readdirSync(path.join(d1.dataDir, 'mqtt'))) fs.copyFileSync(path.join(d1.dataDir, 'mqtt', f), path.join(copy, f));
   const probe = new Outbox({ dir: copy, maxMessages: 100_000, log: silentLogger });
   await probe.open();
-  const owed = [...probe.messages()].flatMap((m) => JSON.parse(m.payload.toString()).channels.map((c: { value: string; timestamp: number }) => `${c.value}@${c.timestamp}`));
+  const owed = (await probe.readPending()).flatMap((m) => JSON.parse(m.payload.toString()).channels.map((c: { value: string; timestamp: number }) => `${c.value}@${c.timestamp}`));
   await probe.close();
   t.ok(owed.length >= 5, `${owed.length} messages were on disk at the kill`);
 

@@ -83,10 +83,10 @@ t.test('connected: no telemetry reaches the disk; offline: batched, power-cut sa
   const copy = path.join(dataDir, 'copy');
   await sleep(1200); // the last batch's flush delay
   fs.mkdirSync(copy);
-  fs.copyFileSync(log, path.join(copy, 'outbox.log'));
+  for (const f of fs.readdirSync(path.dirname(log))) fs.copyFileSync(path.join(path.dirname(log), f), path.join(copy, f));
   const reader = new Outbox({ dir: copy, maxMessages: 100_000, log: silentLogger });
   await reader.open();
-  const onDisk = [...reader.messages()].map((m) => Number(JSON.parse(m.payload.toString()).channels[0].value));
+  const onDisk = (await reader.readPending()).map((m) => Number(JSON.parse(m.payload.toString()).channels[0].value));
   await reader.close();
   t.ok(onDisk.length >= off.pending - 10, `${onDisk.length} messages on disk after a simulated power cut (${off.pending} pending a moment before)`);
 

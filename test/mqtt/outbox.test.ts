@@ -1,5 +1,6 @@
 // The QoS 1 outbox on a real filesystem: durability across reopen, recovery from a torn or corrupt
-// tail, the bound (oldest dropped first, counted), batched fsyncs and compaction.
+// tail, the bounds (oldest dropped first, counted; bytes on disk; payloads in memory), batched
+// fsyncs, segments deleted once acknowledged, the log read back in order as it is sent.
 
 import t from 'tap';
 import fs from 'node:fs';
@@ -22,7 +23,7 @@ async function open(dir: string, max = 100): Promise<Outbox> {
   return o;
 }
 
-const list = (o: Outbox) => [...o.messages()].map((m) => `${m.topic}:${m.payload.toString()}`);
+const list = async (o: Outbox) => (await o.readPending()).map((m) => `${m.topic}:${m.payload.toString()}`);
 
 t.test('crc32 matches the IEEE check value', async (t) => {
   t.equal(crc32(Buffer.from('123456789')), 0xcbf43926);
@@ -32,19 +33,19 @@ t.test('what enqueue() reported durable is there after a crash, in order', async
   const dir = tempDir(t);
   const a = await open(dir);
   await Promise.all([1, 2, 3, 4].map((i) => a.enqueue(`t/${i}`, Buffer.from(`p${i}`))));
-  const first = [...a.messages()];
+  const first = (await a.readPending());
   a.ack(first[1]!.seq);
   await a.flush();
   // No close(): a second instance reads the file as a restarted daemon would after a power cut.
   const b = await open(dir);
-  t.same(list(b), ['t/1:p1', 't/3:p3', 't/4:p4']);
-  t.equal([...b.messages()][0]!.seq, first[0]!.seq, 'sequence numbers survive');
+  t.same(await list(b), ['t/1:p1', 't/3:p3', 't/4:p4']);
+  t.equal((await b.readPending())[0]!.seq, first[0]!.seq, 'sequence numbers survive');
   await b.enqueue('t/5', Buffer.from('p5'));
-  t.ok([...b.messages()].pop()!.seq > first[3]!.seq, 'new sequence numbers continue after the old ones');
+  t.ok((await b.readPending()).pop()!.seq > first[3]!.seq, 'new sequence numbers continue after the old ones');
   await b.close();
   await a.close();
   const c = await open(dir);
-  t.same(list(c), ['t/1:p1', 't/3:p3', 't/4:p4', 't/5:p5']);
+  t.same(await list(c), ['t/1:p1', 't/3:p3', 't/4:p4', 't/5:p5']);
   await c.close();
 });
 
@@ -60,7 +61,7 @@ t.test('a torn or corrupt tail is cut off; earlier records are kept', async (t) 
   // 1. Half a record (power cut during the write).
   fs.appendFileSync(file, Buffer.from([0, 0, 0, 40, 1, 2, 3]));
   let b = await open(dir);
-  t.same(list(b), ['x:one', 'x:two']);
+  t.same(await list(b), ['x:one', 'x:two']);
   t.equal(b.stats().recoveredBytesDiscarded, 7);
   t.equal(fs.statSync(file).size, good, 'truncated at the record boundary');
   await b.enqueue('x', Buffer.from('three'));
@@ -71,17 +72,17 @@ t.test('a torn or corrupt tail is cut off; earlier records are kept', async (t) 
   data[data.length - 2] ^= 0xff;
   fs.writeFileSync(file, data);
   b = await open(dir);
-  t.same(list(b), ['x:one', 'x:two']);
+  t.same(await list(b), ['x:one', 'x:two']);
   await b.close();
 
   // 3. Garbage only.
   fs.writeFileSync(file, Buffer.from('this is not an outbox'));
   b = await open(dir);
-  t.same(list(b), []);
+  t.same(await list(b), []);
   await b.enqueue('x', Buffer.from('fresh'));
   await b.close();
   b = await open(dir);
-  t.same(list(b), ['x:fresh']);
+  t.same(await list(b), ['x:fresh']);
   await b.close();
 });
 
@@ -90,13 +91,13 @@ t.test('bounded: the oldest are dropped first and counted, also on disk', async 
   const a = await open(dir, 5);
   for (let i = 1; i <= 8; i++) void a.enqueue('b', Buffer.from(String(i)));
   await a.flush();
-  t.same(list(a), ['b:4', 'b:5', 'b:6', 'b:7', 'b:8']);
+  t.same(await list(a), ['b:4', 'b:5', 'b:6', 'b:7', 'b:8']);
   t.equal(a.stats().dropped, 3);
   await a.close();
   const b = await open(dir, 5);
-  t.same(list(b), ['b:4', 'b:5', 'b:6', 'b:7', 'b:8']);
+  t.same(await list(b), ['b:4', 'b:5', 'b:6', 'b:7', 'b:8']);
   b.maxMessages = 2;
-  t.same(list(b), ['b:7', 'b:8'], 'a smaller bound applies at once');
+  t.same(await list(b), ['b:7', 'b:8'], 'a smaller bound applies at once');
   await b.close();
 });
 
@@ -108,20 +109,24 @@ t.test('writes are batched: one fsync per batch, not per message', async (t) => 
   await a.close();
 });
 
-t.test('the log is compacted when it is mostly acknowledged records', async (t) => {
+t.test('acknowledged segments are deleted: the log stays small', async (t) => {
   const dir = tempDir(t);
-  const a = await open(dir, 100_000);
+  // 64 KiB: segments of 8 KiB, so 3000 messages of 121 bytes fill dozens of them.
+  const a = new Outbox({ dir, maxMessages: 100_000, maxBytes: 65_536, log: silentLogger, flushDelayMs: 5 });
+  await a.open();
   for (let round = 0; round < 10; round++) {
     await Promise.all(Array.from({ length: 300 }, (_, i) => a.enqueue('c', Buffer.alloc(100, i))));
-    for (const m of [...a.messages()]) a.ack(m.seq);
+    for (const m of await a.readPending()) a.ack(m.seq);
     await a.flush();
   }
   await a.enqueue('c', Buffer.from('last'));
   await a.flush();
-  t.ok(a.fileSize() < 300 * 120, `log stays small (${a.fileSize()} bytes for 3001 messages)`);
+  t.ok(a.fileSize() < 16 * 1024, `log stays small (${a.fileSize()} bytes for 3001 messages, ${a.stats().bytesWritten} written)`);
+  t.ok(fs.readdirSync(dir).length <= 2, `segment files left: ${fs.readdirSync(dir).join(', ')}`);
+  t.equal(a.stats().dropped, 0, 'nothing dropped: every message was acknowledged');
   await a.close();
   const b = await open(dir);
-  t.same(list(b), ['c:last']);
+  t.same(await list(b), ['c:last']);
   await b.close();
   t.same(
     fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')),
@@ -150,7 +155,7 @@ t.test('online and acknowledged in time: nothing is written; enqueue resolves on
   const dir = tempDir(t);
   const a = await openOnline(dir, 60_000);
   const safe = Array.from({ length: 500 }, (_, i) => a.enqueue('t', Buffer.from(String(i))));
-  for (const m of [...a.messages()]) a.ack(m.seq);
+  for (const m of (await a.readPending())) a.ack(m.seq);
   await Promise.all(safe);
   await a.flush();
   t.same([a.stats().bytesWritten, a.stats().syncs, a.fileSize()], [0, 0, 0], '500 messages, no byte written, no fsync');
@@ -169,13 +174,13 @@ t.test('online, acknowledgements lag: written after ackLagMs in one batch, and k
   t.equal(resolved, 50);
   t.ok(a.stats().syncs >= 1 && a.stats().syncs <= 2, `${a.stats().syncs} fsync(s) for 50 messages`);
   const b = await open(dir); // power cut: a second reader of the same files
-  t.equal(list(b).length, 50, 'every message reported safe is on disk');
+  t.equal((await list(b)).length, 50, 'every message reported safe is on disk');
   await b.close();
   // Acknowledged now: DONE records, and a restart finds nothing pending.
-  for (const m of [...a.messages()]) a.ack(m.seq);
+  for (const m of (await a.readPending())) a.ack(m.seq);
   await a.close();
   const c = await open(dir);
-  t.same(list(c), []);
+  t.same(await list(c), []);
   await c.close();
 });
 
@@ -188,7 +193,7 @@ t.test('online: the lag check wakes once per ackLagMs, and a late PUBACK after a
   const until = Date.now() + 1000;
   while (Date.now() < until) {
     const p = a.enqueue('fast', Buffer.from('x'));
-    a.ack([...a.messages()].pop()!.seq);
+    a.ack((await a.readPending()).pop()!.seq);
     await p;
     await timers.sleep(10);
   }
@@ -198,14 +203,14 @@ t.test('online: the lag check wakes once per ackLagMs, and a late PUBACK after a
   await timers.sleep(150);
   const first = a.enqueue('lag', Buffer.from('acked'));
   await timers.sleep(50);
-  a.ack([...a.messages()][0]!.seq);
+  a.ack((await a.readPending())[0]!.seq);
   await first;
   const late = a.enqueue('lag', Buffer.from('unacked'));
   await timers.sleep(60); // past the first message's deadline: the check is armed again for this one
   t.equal(a.stats().bytesWritten, 0, 'the unacknowledged message is not written before it is ackLagMs old');
   await late;
   const b = await open(dir);
-  t.same(list(b), ['lag:unacked'], 'written once ackLagMs old');
+  t.same(await list(b), ['lag:unacked'], 'written once ackLagMs old');
   await b.close();
   await a.close();
 });
@@ -214,20 +219,20 @@ t.test('the connection drops: what is only in memory is written at once; offline
   const dir = tempDir(t);
   const a = await openOnline(dir, 60_000);
   const first = Array.from({ length: 10 }, (_, i) => a.enqueue('drop', Buffer.from(`a${i}`)));
-  a.ack([...a.messages()][0]!.seq); // delivered before the drop: never written
+  a.ack((await a.readPending())[0]!.seq); // delivered before the drop: never written
   a.setOnline(false);
   await Promise.all(first);
   await a.enqueue('drop', Buffer.from('offline'));
   const b = await open(dir); // power cut while offline
-  t.same(list(b), [...Array.from({ length: 9 }, (_, i) => `drop:a${i + 1}`), 'drop:offline']);
+  t.same(await list(b), [...Array.from({ length: 9 }, (_, i) => `drop:a${i + 1}`), 'drop:offline']);
   await b.close();
   // Back online: the stored ones are acknowledged with DONE records, new ones stay in memory.
   a.setOnline(true);
-  for (const m of [...a.messages()]) a.ack(m.seq);
+  for (const m of (await a.readPending())) a.ack(m.seq);
   await a.flush();
   const before = a.stats().bytesWritten;
   const late = a.enqueue('drop', Buffer.from('late'));
-  a.ack([...a.messages()].pop()!.seq);
+  a.ack((await a.readPending()).pop()!.seq);
   await late;
   await a.flush();
   t.equal(a.stats().bytesWritten, before, 'acknowledged in time: not written');
@@ -235,6 +240,6 @@ t.test('the connection drops: what is only in memory is written at once; offline
   void a.enqueue('drop', Buffer.from('at-close'));
   await a.close();
   const c = await open(dir);
-  t.same(list(c), ['drop:at-close']);
+  t.same(await list(c), ['drop:at-close']);
   await c.close();
 });

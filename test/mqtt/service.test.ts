@@ -43,6 +43,23 @@ t.test('validateMqttSection', async (t) => {
   t.notOk(pw.problems.some((p) => p.message.includes('123')), 'a bad password value is not echoed');
 });
 
+t.test('validateMqttSection: the outbox bounds and the requester policy, at their limits and one past', async (t) => {
+  const d = validateMqttSection(undefined).value;
+  t.same([d['outbox.max.bytes'], d['requester.permissions'], d['applications.disabled']], [16 * 1024 * 1024, ['kura.admin'], []], 'defaults (docs/configuration.md)');
+  const problems = (raw: Record<string, unknown>) => validateMqttSection(raw, 'mqtt').problems.map((p) => `${p.path}: ${p.message}`);
+  for (const ok of [{ 'outbox.max.bytes': 65_536 }, { 'outbox.max.bytes': 2 ** 31 - 1 }, { 'outbox.max.messages': 100_000 }, { 'outbox.max.messages': 1 }]) t.same(problems(ok), [], JSON.stringify(ok));
+  t.same(problems({ 'outbox.max.bytes': 65_535 }), ['mqtt.outbox.max.bytes: must be at least 65536, got 65535']);
+  t.same(problems({ 'outbox.max.bytes': 2 ** 31 }), ['mqtt.outbox.max.bytes: must be at most 2147483647, got 2147483648']);
+  t.same(problems({ 'outbox.max.messages': 100_001 }), ['mqtt.outbox.max.messages: must be at most 100000, got 100001']);
+  t.same(problems({ 'requester.permissions': ['rest.assets', 'kura.admin'], 'applications.disabled': ['CONF-V2', 'DEPLOY-V2'] }), []);
+  t.same(problems({ 'requester.permissions': [] }), [], 'no permission at all: nothing is served');
+  t.same(problems({ 'requester.permissions': 'kura.admin' }), ['mqtt.requester.permissions: expected an array, got string']);
+  t.same(problems({ 'requester.permissions': ['rest assets'] }), ['mqtt.requester.permissions[0]: not a permission name']);
+  t.same(problems({ 'requester.permissions': ['rest.assets', 'rest.assets'] }), ['mqtt.requester.permissions: contains duplicates']);
+  t.same(problems({ 'applications.disabled': ['CONF-V2/#'] }), ['mqtt.applications.disabled[0]: not an MQTT application id (a topic level: non-empty, without / # +)']);
+  t.same(problems({ 'applications.disabled': [''] }), ['mqtt.applications.disabled[0]: not an MQTT application id (a topic level: non-empty, without / # +)']);
+});
+
 t.test('service life cycle', mosquittoSkip(), async (t) => {
   const broker = await startMosquitto({ tls: true });
   const { runtime, dataDir } = makeRuntime();

@@ -17,6 +17,8 @@ export function assetV1Family(assets: AssetService): Family {
   return {
     name: APP_ID,
     appId: APP_ID,
+    // The REST assets family's role: over MQTT a requester needs rest.assets (or kura.admin).
+    role: 'assets',
     errors: 'native',
     routes: [
       { method: 'GET', path: 'assets', handler: async (req) => getAssets(assets, parseGetAssetsBody(await req.body())) },
