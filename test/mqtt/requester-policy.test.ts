@@ -129,6 +129,18 @@ t.test('requester permissions and disabled applications', mosquittoSkip(), async
     t.equal((await ask(q!, 'ASSET-V1', 'GET/assets'))?.code, 200, 'and ASSET-V1 is back');
     t.equal((await ask(q!, 'DEPLOY-V2', 'GET/packages'))?.message, 'Forbidden: requires rest.deploy', 'DEPLOY-V2 still refused');
     t.equal(connects(), before, 'no reconnection for these keys');
+
+    // With rest.configuration over MQTT a requester still cannot widen its own permissions or point
+    // the connection at another broker: those properties are kura.admin's
+    // (docs/configuration-v2.md "Reserved to kura.admin").
+    const widen = await ask(q!, 'CONF-V2', 'PUT/configurableComponents/configurations/_update', { configs: [{ pid: CLOUD, properties: { 'requester.permissions': { type: 'STRING', value: ['kura.admin'] } } }] });
+    // CONF-V2 carries its error in the body, as Kura's REST-over-MQTT proxy does.
+    t.same([widen?.code, JSON.parse(widen?.body ?? '{}').message], [400, `Only kura.admin may change ${CLOUD} property requester.permissions`]);
+    const TRANSPORT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+    const redirect = await ask(q!, 'CONF-V2', 'PUT/configurableComponents/configurations/_update', { configs: [{ pid: TRANSPORT, properties: { 'broker-url': { type: 'STRING', value: 'mqtt://127.0.0.1:1' } } }] });
+    t.same([redirect?.code, JSON.parse(redirect?.body ?? '{}').message], [400, `Only kura.admin may change ${TRANSPORT} property broker-url`]);
+    t.same((await conf('configurableComponents/configurations/byPid', { pids: [CLOUD] })).json().configs[0].properties['requester.permissions'].value, ['rest.assets', 'rest.configuration'], 'permissions unchanged');
+    t.equal(connects(), before, 'still on the same broker');
   });
 
   await t.test('both keys are CloudService properties with definitions', async (t) => {
