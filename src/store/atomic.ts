@@ -7,6 +7,9 @@ import path from 'node:path';
 
 let counter = 0;
 
+/** Pieces of a file written in parts are gathered into writes of about this many characters. */
+const WRITE_CHUNK = 64 * 1024;
+
 function tempName(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${++counter}.tmp`);
 }
@@ -22,10 +25,18 @@ export async function writeFileAtomic(file: string, data: string | Buffer | Iter
   try {
     if (typeof data === 'string' || Buffer.isBuffer(data)) await fh.writeFile(data);
     else {
-      for (const part of data) {
-        const b = Buffer.from(part);
+      // Small pieces are gathered into writes of about WRITE_CHUNK characters.
+      let chunk = '';
+      const flush = async () => {
+        const b = Buffer.from(chunk);
+        chunk = '';
         for (let at = 0; at < b.length; ) at += (await fh.write(b, at)).bytesWritten;
+      };
+      for (const part of data) {
+        chunk += part;
+        if (chunk.length >= WRITE_CHUNK) await flush();
       }
+      if (chunk) await flush();
     }
     await fh.sync();
   } catch (err) {
