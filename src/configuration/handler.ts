@@ -154,15 +154,20 @@ export const configurationFamily = (svc: Svc): Family => ({
       handler: async (req) => {
         const body = method === 'GET' ? undefined : await req.body();
         const release = STREAMED.has(k) ? await svc.streamTurn() : undefined;
+        // A snapshot's answer is made from the snapshot parsed whole: no other request (a change)
+        // runs beside it until it is written (docs/configuration-v2.md "How large a configuration can grow").
+        let written: (() => void) | undefined;
+        const hold = k === 'POST snapshots/byId' ? new Promise<void>((resolve) => (written = resolve)) : undefined;
         let out: unknown;
         try {
-          out = await svc.serial(async () => fn(svc, body));
+          out = await svc.serial(async () => fn(svc, body), hold);
         } finally {
-          if (!(out instanceof JsonPieces)) release?.();
+          if (!(out instanceof JsonPieces)) release?.(), written?.();
         }
         if (out instanceof JsonPieces) {
           return new JsonPieces(out.pieces, (err) => {
             release?.();
+            written?.();
             if (err) svc.log.error('configuration reply failed', { path, error: (err as Error)?.message ?? String(err) });
           });
         }

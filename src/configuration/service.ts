@@ -183,9 +183,10 @@ export class ConfigurationService {
   }
 
   /** One request at a time, in arrival order: reads see no half-made change. */
-  serial<T>(fn: () => Promise<T>): Promise<T> {
+  serial<T>(fn: () => Promise<T>, until?: Promise<void>): Promise<T> {
     const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => {});
+    // `until`: the next request waits for it too once `fn` succeeded (a reply still being written).
+    this.queue = run.then(() => until).catch(() => {});
     return run;
   }
 
