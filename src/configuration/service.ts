@@ -257,7 +257,7 @@ export class ConfigurationService {
 
   /**
    * Refuses (413) a change whose configuration would not fit the heap bound: V8 would abort the
-   * daemon in the middle of it (docs/configuration-v2.md "Applying a change"). A restart only loads the
+   * daemon in the middle of it (docs/configuration-v2.md "How large a configuration can grow"). A restart only loads the
    * configuration, which takes less, so a configuration this accepted also starts.
    */
   private fits(weight: Weight): void {
