@@ -8,11 +8,13 @@
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import path from 'node:path';
 import busboy from 'busboy';
 import type { HttpServer } from '../http/server.js';
 import { textFamily } from '../http/server.js';
 import { HttpError, storageError, type RequestContext } from '../http/context.js';
 import { isPlainObject } from '../config/schema.js';
+import { spaceMeter } from '../store/reserve.js';
 import { mediaType, readJsonBody } from '../http/body.js';
 import type { Logger } from '../log.js';
 import type { DeploymentService } from '../deploy/service.js';
@@ -144,6 +146,15 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService, log: Logg
       }
       filename = info.filename ?? '';
       stream.on('limit', () => fail(new HttpError(413, `Upload larger than ${max} bytes`)));
+      // An upload stops at the data partition's reserve (507), checked before each chunk is written.
+      const wrote = spaceMeter(path.dirname(target));
+      stream.on('data', (chunk: Buffer) => {
+        try {
+          wrote(chunk.length);
+        } catch (err) {
+          fail(storageError(err)!);
+        }
+      });
       const file = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
       out = file;
       writing = new Promise<void>((res, rej) => {

@@ -12,7 +12,8 @@ import { shownOf, snapshotJson } from './reply.js';
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
-import { changeRefusal, heapBound, snapshotRefusal, weigh, type Weight } from '../config/heap.js';
+import { changeRefusal, heapBound, snapshotOf, snapshotRefusal, weigh, type Weight } from '../config/heap.js';
+import { checkSpace } from '../store/reserve.js';
 
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
 /** Texts shorter than this are kept as they are: node:zlib (compiled at its first use) only for large configurations. */
@@ -170,7 +171,10 @@ export class ConfigurationService {
   /** Starts the service; a first snapshot records the configuration the device started with. */
   static async start(opts: ServiceOptions): Promise<ConfigurationService> {
     const svc = new ConfigurationService(opts);
-    if (svc.store.snapshotIds().length === 0) await svc.snapshot();
+    if (svc.store.snapshotIds().length === 0) {
+      // A full data partition must not keep the device from starting: the snapshot waits for the next change.
+      await svc.snapshot().catch((err) => opts.log.warn('first configuration snapshot not written', { dir: svc.store.dir, error: (err as Error).message }));
+    }
     return svc;
   }
 
@@ -210,7 +214,7 @@ export class ConfigurationService {
     const parts = function* (): Generator<Iterable<string>> {
       for (const c of shownOf(effective, componentRefs(effective), (pid) => componentOf(effective, pid))) yield snapshotJson(c, effective, registry);
     };
-    return this.store.writeSnapshot(parts(), this.state.config.snapshotsMax);
+    return this.store.writeSnapshot(parts(), this.state.config.snapshotsMax, this.state.config.snapshotsMaxBytes);
   }
 
   /**
@@ -247,10 +251,13 @@ export class ConfigurationService {
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
     const httpChanged = listeners(next.config) !== listeners(this.state.config);
+    // Refused (507) before anything is written when its snapshot would eat into the data partition's reserve.
+    if (takeSnapshot) checkSpace(this.store.dir, snapshotOf(next.weight).bytes);
     await this.store.writeLayer(layer);
     this.state = next;
     await this.opts.apply(next.config);
-    if (takeSnapshot) await this.snapshot();
+    // The change is made: a snapshot that still cannot be written is logged, not its failure.
+    if (takeSnapshot) await this.snapshot().catch((err) => this.opts.log.error('configuration changed, but its snapshot was not written', { dir: this.store.dir, error: (err as Error).message }));
     this.opts.log.info('runtime configuration changed', { dir: this.store.dir });
     return httpChanged ? 'The http settings were saved; they take effect at the next start of gatewayd.' : undefined;
   }

@@ -41,7 +41,8 @@ export class ConfigStore {
   /** `gatewayd config reset`: the image's configuration again; snapshots are kept. */
   resetSync(): boolean {
     if (!fs.existsSync(path.join(this.dir, LAYER))) return false;
-    writeFileAtomicSync(path.join(this.dir, LAYER), JSON.stringify(emptyLayer()) + '\n');
+    // A recovery command: it may use the data partition's reserve.
+    writeFileAtomicSync(path.join(this.dir, LAYER), JSON.stringify(emptyLayer()) + '\n', 0o600, { useReserve: true });
     return true;
   }
 
@@ -78,9 +79,10 @@ export class ConfigStore {
 
   /**
    * Saves a snapshot (id: ms since the epoch, above every existing id) and drops the oldest beyond
-   * `max`. Each component is given as an object or as the pieces of its JSON text.
+   * `max` snapshots or `maxBytes` in all, keeping the new one whatever its size. Each component is
+   * given as an object or as the pieces of its JSON text.
    */
-  async writeSnapshot(components: Iterable<Component | Iterable<string>>, max: number): Promise<number> {
+  async writeSnapshot(components: Iterable<Component | Iterable<string>>, max: number, maxBytes = Infinity): Promise<number> {
     const ids = this.snapshotIds();
     const id = Math.max(Date.now(), (ids[ids.length - 1] ?? 0) + 1);
     // The text of JSON.stringify({ id, components }), written a piece at a time.
@@ -97,8 +99,15 @@ export class ConfigStore {
       yield ']}\n';
     };
     await writeFileAtomic(path.join(this.dir, `snapshot_${id}.json`), parts());
-    const all = [...ids, id];
-    for (const old of all.slice(0, Math.max(0, all.length - max))) fs.rmSync(path.join(this.dir, `snapshot_${old}.json`), { force: true });
+    // Newest first: kept while both bounds hold; Kura drops the oldest beyond its maximum too.
+    let bytes = 0;
+    let kept = 0;
+    for (const old of [id, ...ids.reverse()]) {
+      const file = path.join(this.dir, `snapshot_${old}.json`);
+      bytes += fs.statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+      if (old === id || (++kept < max && bytes <= maxBytes)) continue;
+      fs.rmSync(file, { force: true });
+    }
     return id;
   }
 }

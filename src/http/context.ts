@@ -65,7 +65,8 @@ const STORAGE_ERRORS: Record<string, string> = {
  */
 export function storageError(err: unknown): HttpError | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const why = code ? STORAGE_ERRORS[code] : undefined;
+  // The data partition's reserve (src/store/reserve.ts): its message says how much is kept and free.
+  const why = code === 'ERESERVE' ? (err as Error).message : code ? STORAGE_ERRORS[code] : undefined;
   return why ? new HttpError(507, `Insufficient storage: the change could not be saved (${why})`) : undefined;
 }
 

@@ -25,6 +25,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import { ensurePrivateDir, writeFileAtomic } from '../store/atomic.js';
+import { checkSpace } from '../store/reserve.js';
 import { crc32 } from '../store/crc32.js';
 
 export interface OutboxMessage {
@@ -329,6 +330,8 @@ export class Outbox {
   private async append(records: Buffer[]): Promise<void> {
     if (!this.fh) throw new Error('outbox not open');
     const buf = Buffer.concat(records);
+    // Telemetry stops at the data partition's reserve (src/store/reserve.ts), as a full disk.
+    checkSpace(this.opts.dir, buf.length);
     await this.fh.write(buf);
     await this.fh.sync();
     this.bytesWritten += buf.length;
