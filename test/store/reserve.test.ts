@@ -26,7 +26,7 @@ t.test('the reserve: 1 % of the file system, between 2 and 32 MiB', async (t) =>
 });
 
 /** An 8 MiB tmpfs (root only); undefined, with the test skipped or failed under CI, when it cannot be mounted. */
-function smallPartition(t: Tap.Test): string | undefined {
+function smallPartition(t: { teardown(fn: () => void): void; fail(m: string): void; plan(n: number, why?: string): void }): string | undefined {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-reserve-'));
   const mnt = path.join(dir, 'mnt');
   fs.mkdirSync(mnt);
