@@ -252,7 +252,11 @@ export class ConfigurationService {
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
     const httpChanged = listeners(next.config) !== listeners(this.state.config);
     // Refused (507) before anything is written when its snapshot would eat into the data partition's reserve.
-    if (takeSnapshot) checkSpace(this.store.dir, snapshotOf(next.weight).bytes);
+    if (takeSnapshot) {
+      const { snapshotsMax, snapshotsMaxBytes } = next.config;
+      this.store.prune(snapshotsMax, snapshotsMaxBytes, true);
+      checkSpace(this.store.dir, snapshotOf(next.weight).bytes);
+    }
     await this.store.writeLayer(layer);
     this.state = next;
     await this.opts.apply(next.config);

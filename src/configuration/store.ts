@@ -83,6 +83,8 @@ export class ConfigStore {
    * given as an object or as the pieces of its JSON text.
    */
   async writeSnapshot(components: Iterable<Component | Iterable<string>>, max: number, maxBytes = Infinity): Promise<number> {
+    // Room first: a lowered bound frees what it no longer keeps before the new snapshot needs the space.
+    this.prune(max, maxBytes, true);
     const ids = this.snapshotIds();
     const id = Math.max(Date.now(), (ids[ids.length - 1] ?? 0) + 1);
     // The text of JSON.stringify({ id, components }), written a piece at a time.
@@ -99,16 +101,25 @@ export class ConfigStore {
       yield ']}\n';
     };
     await writeFileAtomic(path.join(this.dir, `snapshot_${id}.json`), parts());
-    // Newest first: kept while both bounds hold; Kura drops the oldest beyond its maximum too.
-    let bytes = 0;
-    let kept = 0;
-    for (const old of [id, ...ids.reverse()]) {
-      const file = path.join(this.dir, `snapshot_${old}.json`);
-      bytes += fs.statSync(file, { throwIfNoEntry: false })?.size ?? 0;
-      if (old === id || (++kept < max && bytes <= maxBytes)) continue;
-      fs.rmSync(file, { force: true });
-    }
+    this.prune(max, maxBytes);
     return id;
+  }
+
+  /**
+   * Removes the oldest snapshots beyond `max` in number or `maxBytes` in all. Before a snapshot is
+   * written (`incoming`: it counts as one more, as large as the newest), after it (the newest is kept
+   * whatever its size). Kura drops the oldest beyond its maximum too.
+   */
+  prune(max: number, maxBytes: number, incoming = false): void {
+    const ids = this.snapshotIds().reverse();
+    const size = (id: number) => fs.statSync(path.join(this.dir, `snapshot_${id}.json`), { throwIfNoEntry: false })?.size ?? 0;
+    let bytes = incoming && ids.length ? size(ids[0]) : 0;
+    let kept = incoming ? 1 : 0;
+    for (const id of ids) {
+      bytes += size(id);
+      if (kept === 0 || (kept < max && bytes <= maxBytes)) kept++;
+      else fs.rmSync(path.join(this.dir, `snapshot_${id}.json`), { force: true });
+    }
   }
 }
 

@@ -40,7 +40,7 @@ export function checkSpace(dir: string, bytes: number, opts: SpaceOptions = {}):
   if (r && r.free - bytes < r.keep) {
     throw new ReserveError(
       opts.useReserve
-        ? `${bytes} bytes do not fit the ${r.free} bytes free`
+        ? `no space left on the device: ${bytes} bytes to write, ${r.free} bytes free`
         : `the data partition keeps its last ${(r.keep / 1048576).toFixed(1)} MiB free for the device's identities; ${(r.free / 1048576).toFixed(1)} MiB are free, ${(bytes / 1048576).toFixed(1)} MiB to write`,
     );
   }
