@@ -73,7 +73,7 @@ t.test('a snapshot flood, uploads and changes stop at the byte bound and the res
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   let d: Daemon = await startDaemon(t, config, { dir });
   const admin = basic(d, 'admin', 'Admin-pass-12');
-  const v2 = (p: string, body: unknown, method = 'POST') => admin.request(`${C}/${p}`, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const v2 = (p: string, body: unknown, method = 'POST', as = admin) => as.request(`${C}/${p}`, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   const snapshots = () => fs.readdirSync(path.join(dataDir, 'config')).filter((n) => n.startsWith('snapshot_'));
   const snapshotBytes = () => snapshots().reduce((n, f) => n + fs.statSync(path.join(dataDir, 'config', f)).size, 0);
   const size = snapshotBytes();
@@ -123,9 +123,14 @@ t.test('a snapshot flood, uploads and changes stop at the byte bound and the res
   t.equal((await id({ userName: 'tech', password: 'Tech-pass-1234', permissions: ['rest.assets'], passwordChangeNeeded: false })).status, 200, 'an identity created');
   t.equal((await id({ userName: 'admin', password: 'Admin-pass-34' }, 'PUT')).status, 200, 'a password changed');
   t.equal((await basic(d, 'tech', 'Tech-pass-1234').request('/services/assets/big/_read', { method: 'POST', body: { channels: ['c1'] } })).status, 200, 'the new identity reads the asset');
-  const admin2 = basic(d, 'admin', 'Admin-pass-34');
+  const admin2: typeof admin = basic(d, 'admin', 'Admin-pass-34');
   t.equal((await admin2.request(`${C}/snapshots`)).status, 200, 'the new password works');
   t.equal(d.proc.exitCode, null, 'the daemon keeps serving');
+
+  // A lowered byte bound makes room: the oldest snapshots go before the next one needs the space.
+  t.equal((await v2('configurableComponents/configurations/_update', { configs: [{ pid: DAEMON, properties: { 'configuration.snapshots.max.bytes': { type: 'INTEGER', value: MiB } } }], takeSnapshot: false }, 'PUT', admin2)).status, 200);
+  t.equal((await v2('snapshots/_write', {}, 'POST', admin2)).status, 200, 'a snapshot fits again');
+  t.ok(snapshotBytes() <= MiB, `${snapshotBytes()} bytes of snapshots`);
 
   // And the device starts again on the nearly full partition, its identities intact.
   await d.stop();
