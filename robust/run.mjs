@@ -3,7 +3,7 @@
 // Attacks a running gatewayd (the built dist/gatewayd.js) part by part and prints one table:
 // cases tried, failures, 5xx answers, crashes, bytes of state lost, RSS before/after.
 //
-//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,field-soak,broker,powercut,mqtt-hostile,trickle,channel-flood,slow-bodies,long-names,hash-flood,session-flood,outage] [--seed=N] [--scale=F]
+//   node robust/run.mjs [--soak] [--parts=fuzz,hostile,field,field-soak,broker,powercut,mqtt-hostile,trickle,channel-flood,slow-bodies,long-names,hash-flood,session-flood,outage,config-size,snapshot-flood] [--seed=N] [--scale=F]
 //
 // Exit status 1 when any part has a failure (or could not run under CI=true), 0 otherwise.
 // A part whose capability or peer is missing is reported as NOT RUN with the reason, never faked.
@@ -21,8 +21,8 @@ const scale = Number(args.find((a) => a.startsWith('--scale='))?.slice(8) ?? 1);
 const SIZES = Object.fromEntries(
   Object.entries(
     soak
-      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10, channelFloods: 2000, attackSeconds: 300, longNames: 30_000, sessionLogins: 2000, queueFlood: 1600, outageMessages: 36_000 }
-      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3, channelFloods: 200, attackSeconds: 30, longNames: 3000, sessionLogins: 100, queueFlood: 160, outageMessages: 3600 },
+      ? { fuzz: 1_000_000, loginFlood: 1_000_000, slowloris: 1000, brokerRestarts: 100, powerCuts: 300, bombs: 200, bigMessages: 10, channelFloods: 2000, attackSeconds: 300, longNames: 30_000, sessionLogins: 2000, queueFlood: 1600, outageMessages: 36_000, configRequests: 300, snapshotFlood: 4000 }
+      : { fuzz: 100_000, loginFlood: 100_000, slowloris: 500, brokerRestarts: 20, powerCuts: 50, bombs: 20, bigMessages: 3, channelFloods: 200, attackSeconds: 30, longNames: 3000, sessionLogins: 100, queueFlood: 160, outageMessages: 3600, configRequests: 30, snapshotFlood: 400 },
   ).map(([k, v]) => [k, Math.max(1, Math.round(v * scale))]),
 );
 
@@ -45,6 +45,10 @@ const PARTS = {
   'session-flood': async () => (await import('./hostile-auth.mjs')).runSessionFlood({ loginsEach: SIZES.sessionLogins }),
   // An hour of a 1,000-channel asset's telemetry (ten under --soak) with the broker down, under MemoryMax.
   outage: async () => (await import('./outage.mjs')).runOutage({ messages: SIZES.outageMessages }),
+  // Configuration requests at the documented channel bound (docs/configuration-v2.md "How large a configuration can grow").
+  'config-size': async () => (await import('./config-size.mjs')).runConfigSize({ requests: SIZES.configRequests }),
+  // Snapshots and uploads on a small data partition: its reserve (docs/installation.md "What dataDir holds").
+  'snapshot-flood': async () => (await import('./snapshot-flood.mjs')).runSnapshotFlood({ requests: SIZES.snapshotFlood }),
 };
 const selected = partsArg ? partsArg.split(',') : Object.keys(PARTS);
 

@@ -8,11 +8,13 @@
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import path from 'node:path';
 import busboy from 'busboy';
 import type { HttpServer } from '../http/server.js';
 import { textFamily } from '../http/server.js';
 import { HttpError, storageError, type RequestContext } from '../http/context.js';
 import { isPlainObject } from '../config/schema.js';
+import { spaceMeter } from '../store/reserve.js';
 import { mediaType, readJsonBody } from '../http/body.js';
 import type { Logger } from '../log.js';
 import type { DeploymentService } from '../deploy/service.js';
@@ -174,7 +176,16 @@ function receiveUpload(ctx: RequestContext, deploy: DeploymentService, slot: Que
       }
       filename = info.filename ?? '';
       stream.on('limit', () => fail(new HttpError(413, `Upload larger than ${max} bytes`)));
+      // An upload stops at the data partition's reserve (507), checked before each chunk is written,
+      // and at the deploy queue's byte bound (507 naming the key).
+      const wrote = spaceMeter(path.dirname(target));
       stream.on('data', (chunk: Buffer) => {
+        try {
+          wrote(chunk.length);
+        } catch (err) {
+          fail(storageError(err)!);
+          return;
+        }
         received += chunk.length;
         if (received <= least) return;
         try {

@@ -9,6 +9,9 @@ import path from 'node:path';
 import { IDENTITY_NAME, type IdentitySeed } from './config.js';
 import type { Logger } from '../log.js';
 import { readJsonFile, writeFileAtomic, writeFileAtomicSync, type Versioned } from '../store/atomic.js';
+
+/** Identities may use the data partition's reserve: it is kept for them (docs/installation.md "What dataDir holds"). */
+const MAY_USE_RESERVE = { useReserve: true };
 import { PasswordHasher, hashKind, needsRehash, type HashFlow } from './password-hash.js';
 
 export const IDENTITY_FILE = 'identities.json';
@@ -133,7 +136,7 @@ export class IdentityStore {
       return { name, passwordHash, permissions: [...seed.permissions], passwordChangeNeeded: seed.passwordChangeNeeded };
     });
     this.replaceAll(list, false);
-    writeFileAtomicSync(this.file, this.serialise());
+    writeFileAtomicSync(this.file, this.serialise(), 0o600, MAY_USE_RESERVE);
     this.stamp = this.fileStamp();
     this.log.info('identity store seeded from the configuration', { identities: list.length, file: this.file });
   }
@@ -309,7 +312,7 @@ export class IdentityStore {
       }
       if (changed.length === 0 && this.identities.size === backup.size && [...backup].every(([k, v]) => this.identities.get(k) === v)) return;
       try {
-        await writeFileAtomic(this.file, this.serialise());
+        await writeFileAtomic(this.file, this.serialise(), 0o600, MAY_USE_RESERVE);
         this.stamp = this.fileStamp();
       } catch (err) {
         this.identities = backup;

@@ -26,6 +26,8 @@ export interface Config {
   logLevel: Level;
   /** Snapshots of the configuration kept in dataDir/config (docs/configuration-v2.md). */
   snapshotsMax: number;
+  /** Their bytes in all: the oldest are dropped first beyond it (docs/configuration-v2.md). */
+  snapshotsMaxBytes: number;
   http: HttpConfig;
   rest: RestConfig;
   console: ConsoleConfig;
@@ -37,9 +39,10 @@ export interface Config {
 }
 
 /** The top-level keys that are not sections (the daemon's own component in configuration/v2). */
-export const validateDaemon = section<{ 'log.level': Level; 'configuration.snapshots.max': number }>({
+export const validateDaemon = section<{ 'log.level': Level; 'configuration.snapshots.max': number; 'configuration.snapshots.max.bytes': number }>({
   'log.level': [oneOf(LEVELS), 'info'],
   'configuration.snapshots.max': [num({ int: true, min: 2, max: 1000 }), 10],
+  'configuration.snapshots.max.bytes': [num({ int: true, min: 1048576, max: 1073741824 }), 16777216],
 });
 
 export interface LoadResult {
@@ -62,12 +65,16 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
     raw = {};
   }
   const obj = raw as Record<string, unknown>;
-  const known = ['dataDir', 'log.level', 'configuration.snapshots.max', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt'];
+  const known = ['dataDir', 'log.level', 'configuration.snapshots.max', 'configuration.snapshots.max.bytes', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt'];
   for (const k of Object.keys(obj)) if (!known.includes(k)) unknownKey(p, k, k, known);
 
   const resolve = (f: string) => (f === '' ? '' : path.resolve(baseDir, f));
   const dataDir = resolve(obj.dataDir === undefined ? '/var/lib/gatewayd' : str({ nonEmpty: true })(obj.dataDir, 'dataDir', p));
-  const top = validateDaemon({ 'log.level': obj['log.level'], 'configuration.snapshots.max': obj['configuration.snapshots.max'] }, '', p);
+  const top = validateDaemon(
+    { 'log.level': obj['log.level'], 'configuration.snapshots.max': obj['configuration.snapshots.max'], 'configuration.snapshots.max.bytes': obj['configuration.snapshots.max.bytes'] },
+    '',
+    p,
+  );
   const httpCfg = validateHttp(obj.http, 'http', p);
   for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl'] as const) httpCfg[k] = resolve(httpCfg[k]);
   const rest = validateRest(obj.rest, 'rest', p);
@@ -91,7 +98,7 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   checkAllowedPorts(httpCfg, rest, p);
 
   return {
-    config: { file, dataDir, logLevel: top['log.level'], snapshotsMax: top['configuration.snapshots.max'], http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt },
+    config: { file, dataDir, logLevel: top['log.level'], snapshotsMax: top['configuration.snapshots.max'], snapshotsMaxBytes: top['configuration.snapshots.max.bytes'], http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt },
     problems: p,
   };
 }

@@ -68,22 +68,37 @@ export function heapWarning(channels: number, heapLimit: number): { channels: nu
 }
 
 /**
- * What a change of the runtime configuration holds at its peak, for the configuration it makes: the
- * running configuration and the new one side by side, the runtime layer and its copy, the stored
- * text, the request. Measured through the launcher's 48 MB bound, adding per request an asset of
- * 8,000 simulator channels (3 entries each: the channel and its 2 properties), of 3,500 Modbus
- * channels (6 entries each), or with a 900 KB description: V8 aborted the daemon at about 48,000
- * and 28,000 channels (765 and 1,310 bytes per channel) and at about 7 MB of descriptions.
+ * What configuration requests hold at their peak (docs/configuration-v2.md "How large a
+ * configuration can grow"), measured as the smallest --max-old-space-size each request of a daemon
+ * started with the launcher's other flags survived, for assets of 10,000 to 60,000 simulator
+ * channels (3 entries each: the channel and its 2 properties) and Modbus channels (6 entries), and
+ * for descriptions of 2 and 4 MB. Configurations are written and answered a piece at a time, so what
+ * remains is the running configuration, the new one being made, and a snapshot read whole.
  */
-export const CHANGE_CHANNEL_BYTES = 220;
-/** Per entry of the configuration as written (an object property or an array element, anywhere). */
-export const CHANGE_ENTRY_BYTES = 180;
-/** Per character of text beyond the first LONG_TEXT of each string (a description, a banner). */
-export const CHANGE_TEXT_FACTOR = 6;
+/** The daemon's own heap around a configuration request (about 6 MB measured idle without channels). */
+export const REQUEST_BASE_BYTES = 8 * 1024 * 1024;
+/** Per channel of the configuration in force while a request runs (its configuration, driver form, telemetry state). */
+export const RUNNING_CHANNEL_BYTES = 400;
+/**
+ * Making a new configuration (the image with the runtime layer on top, its validation, the new asset
+ * runtime, the stored copy): per channel, per entry of the configuration as written (an object
+ * property or an array element, anywhere), per character of long text (beyond the first LONG_TEXT of
+ * each string, e.g. a description).
+ */
+export const CHANGE_CHANNEL_BYTES = 300;
+export const CHANGE_ENTRY_BYTES = 35;
+export const CHANGE_TEXT_FACTOR = 4;
+/** A rollback: per channel of the snapshot, and per byte of its file (read and parsed whole, then made the configuration). */
+export const ROLLBACK_CHANNEL_BYTES = 265;
+export const ROLLBACK_BYTE_FACTOR = 5.5;
+/** snapshots/byId: per byte of the snapshot's file (read and parsed whole; the answer is written in pieces). */
+export const SNAPSHOT_READ_BYTE_FACTOR = 4;
+/** A snapshot file holds about this many bytes per entry and per channel (its `<ch>#+name`), plus its long texts. */
+export const SNAPSHOT_ENTRY_BYTES = 25;
 const LONG_TEXT = 64;
 /**
- * The share of the heap bound (oldSpaceBound()) a change may count on (the rest: sessions, MQTT, the
- * garbage collector's slack): 41 MB of the launcher's 48.
+ * The share of the heap bound (oldSpaceBound()) a request may count on (the rest: sessions, MQTT,
+ * polls, the garbage collector's slack): 41 MB of the launcher's 48.
  */
 export const CHANGE_SHARE = 0.85;
 
@@ -123,24 +138,56 @@ function walk(v: unknown, w: Weight, depth: number): void {
   }
 }
 
-/** Heap bytes a change making a configuration of weight `w` needs at its peak. */
-export const changeNeeds = (w: Weight): number => BASE_HEAP_BYTES + w.channels * CHANGE_CHANNEL_BYTES + w.entries * CHANGE_ENTRY_BYTES + w.text * CHANGE_TEXT_FACTOR;
+/** Heap bytes a change from a configuration of weight `now` to one of weight `next` needs at its peak. */
+export const changeNeeds = (next: Weight, now: Weight = next): number =>
+  REQUEST_BASE_BYTES + now.channels * RUNNING_CHANNEL_BYTES + next.channels * CHANGE_CHANNEL_BYTES + next.entries * CHANGE_ENTRY_BYTES + next.text * CHANGE_TEXT_FACTOR;
+
+/** What a snapshot weighs for reading it: its file's bytes and its channels. */
+export interface SnapshotSize {
+  bytes: number;
+  channels: number;
+}
+
+/** Heap bytes reading a snapshot of `snap` (a rollback to it, or snapshots/byId) needs while `now` runs. */
+export const snapshotNeeds = (snap: SnapshotSize, now: Weight, rollback: boolean): number =>
+  REQUEST_BASE_BYTES +
+  now.channels * RUNNING_CHANNEL_BYTES +
+  (rollback ? snap.channels * ROLLBACK_CHANNEL_BYTES + snap.bytes * ROLLBACK_BYTE_FACTOR : snap.bytes * SNAPSHOT_READ_BYTE_FACTOR);
+
+/** The snapshot a configuration of weight `w` makes (written a piece at a time: its size does not matter for writing it). */
+export const snapshotOf = (w: Weight): SnapshotSize => ({ bytes: (w.entries + w.channels) * SNAPSHOT_ENTRY_BYTES + w.text, channels: w.channels });
 
 /**
- * Why a change that makes a configuration of weight `next` must be refused under `heapLimit`
- * (oldSpaceBound()), or undefined. Past the bound V8 aborts the daemon in the middle of the change.
- * A change that does not make the configuration heavier than the one running (`now`) is never
- * refused: deleting assets must stay possible on a device already past the bound.
+ * The most any configuration request needs while a configuration of weight `w` is in force: a change
+ * of it, or a rollback to its snapshot (the heaviest).
+ */
+export const servingNeeds = (w: Weight): number => Math.max(changeNeeds(w), snapshotNeeds(snapshotOf(w), w, true));
+
+const tooLarge = (needed: number, heapLimit: number, what: string, verb: string, todo: string): string =>
+  `${what} would need about ${mb(needed)} MB to ${verb}, ${mb(heapLimit * CHANGE_SHARE)} MB of the ${mb(heapLimit)} MB bound are usable; ${todo}raise the heap bound ` +
+  `(GATEWAYD_NODE_FLAGS=--max-old-space-size=${boundFor(needed, CHANGE_SHARE)}, docs/installation.md "Footprint")`;
+
+/**
+ * Why a change from a configuration of weight `now` to one of weight `next` must be refused under
+ * `heapLimit` (oldSpaceBound()), or undefined; past the bound V8 would abort the daemon in the middle
+ * of it. Refused: a change that would not fit itself, and one that makes the configuration heavier
+ * to serve than any request can (a rollback to its snapshot included). A change that makes it no
+ * heavier is taken whenever it fits itself, so that a device already past the bound (through its
+ * configuration file) can still have assets deleted.
  */
 export function changeRefusal(next: Weight, now: Weight, heapLimit: number): string | undefined {
-  const needed = changeNeeds(next);
   const usable = heapLimit * CHANGE_SHARE;
-  if (needed <= usable || needed <= changeNeeds(now)) return undefined;
-  const suggest = boundFor(needed, CHANGE_SHARE);
+  const own = changeNeeds(next, now);
+  const serving = servingNeeds(next);
+  const needed = own > usable ? own : serving > usable && serving > servingNeeds(now) ? serving : undefined;
+  if (needed === undefined) return undefined;
   const text = next.text >= 1048576 ? `, ${(next.text / 1048576).toFixed(1)} MB of long texts` : '';
-  return (
-    `Configuration too large for this daemon's heap bound: its ${next.channels} channels (${next.entries} entries in all${text}) would need about ${mb(needed)} MB ` +
-    `to change and run, ${mb(usable)} MB of the ${mb(heapLimit)} MB bound are usable; delete channels, assets or long texts first, or raise the heap bound ` +
-    `(GATEWAYD_NODE_FLAGS=--max-old-space-size=${suggest}, docs/installation.md "Footprint")`
-  );
+  return `Configuration too large for this daemon's heap bound: ${tooLarge(Math.max(own, serving), heapLimit, `its ${next.channels} channels (${next.entries} entries in all${text})`, 'change and run', 'delete channels, assets or long texts first, or ')}`;
+}
+
+/** Why snapshot `id` of `snap` cannot be read (rollback or snapshots/byId) while `now` runs under `heapLimit`, or undefined. */
+export function snapshotRefusal(id: number, snap: SnapshotSize, now: Weight, rollback: boolean, heapLimit: number): string | undefined {
+  const needed = snapshotNeeds(snap, now, rollback);
+  if (needed <= heapLimit * CHANGE_SHARE) return undefined;
+  return `Snapshot too large for this daemon's heap bound: ${tooLarge(needed, heapLimit, `snapshot ${id} (${(snap.bytes / 1048576).toFixed(1)} MB, ${snap.channels} channels)`, rollback ? 'restore' : 'read', '')}`;
 }

@@ -3,12 +3,11 @@
 // parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
 
 import { isPlainObject as isObj, setOwn } from '../config/schema.js';
-import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, adsById, configDto, factoryOcd, json, ocdDto, ocdOf, propertyValue, type Component, type Props } from './model.js';
+import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, componentOf, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from './model.js';
 import { ConfigError, type ConfigurationService } from './service.js';
-import { rawJson, type CoreRequest, type Family, type Method } from '../core/family.js';
+import { AssetSource, configsJson, shownOf, type ShowOptions } from './reply.js';
+import { JsonPieces, rawJson, type CoreRequest, type Family, type Method } from '../core/family.js';
 import type { ChangeActor } from './reserved.js';
-import { heapBound } from '../config/heap.js';
-import { ReplyTooLargeError } from '../core/errors.js';
 
 type Svc = ConfigurationService;
 const bad = (text: string) => new ConfigError(400, text);
@@ -21,39 +20,33 @@ function field(body: unknown, key: string, kind: 'array' | 'number'): any {
 
 const pids = (body: unknown): string[] => [...new Set(field(body, 'pids', 'array') as string[])];
 const snap = (body: unknown) => !(isObj(body) && body.takeSnapshot === false);
-const shown = (svc: Svc, c: Component, mask: boolean, defaultsOnly?: boolean) => configDto(c, ocdOf(c, svc.effective, svc.registry), { definition: true, mask, defaultsOnly });
 const message = (m: string | undefined) => m && { message: m };
 
-/** Reply bytes per attribute definition, its property included (measured: ~230 with Modbus channels, ~16 per channel). */
-const BYTES_PER_AD = 230;
-
 /**
- * Configurations with their definitions grow with the channels (about 3.4 KB per Modbus channel), and
- * building a reply takes about twice its size on the heap: past a sixth of the heap bound the request
- * is answered 413, naming what to do, instead of V8 aborting the daemon at the bound
- * (docs/configuration-v2.md).
+ * Configurations as Kura's DTOs, made a piece at a time from the configuration in force now: with
+ * their definitions they grow by about 3.4 KB per Modbus channel, more than the heap holds at the
+ * documented channel bound (docs/configuration-v2.md "How large a configuration can grow").
  */
-function fits(svc: Svc, cs: Component[]): Component[] {
-  let ads = 0;
-  for (const c of cs) ads += ocdOf(c, svc.effective, svc.registry)?.ads.length ?? 0;
-  const budget = heapBound() / 6;
-  if (ads * BYTES_PER_AD > budget) {
-    const mb = (x: number) => (x / 1048576).toFixed(1);
-    throw new ReplyTooLargeError(`Reply too large: about ${mb(ads * BYTES_PER_AD)} MB of configurations with their definitions, ${mb(budget)} MB fit this daemon's heap bound; ask for fewer components with configurableComponents/configurations/byPid, or raise the heap bound (GATEWAYD_NODE_FLAGS=--max-old-space-size=…)`);
-  }
-  return cs;
+function shown(svc: Svc, refs: ComponentRef[], o: ShowOptions): JsonPieces {
+  const raw = svc.effective;
+  return new JsonPieces(configsJson(shownOf(raw, refs, (pid) => componentOf(raw, pid)), raw, svc.registry, o));
 }
-const byPids = (svc: Svc, body: unknown) => pids(body).flatMap((p) => svc.component(p) ?? []);
+
+/** The components a `pids` body names, in its order; unknown pids are left out. */
+function byPids(svc: Svc, body: unknown): ComponentRef[] {
+  const all = svc.components();
+  return pids(body).flatMap((p) => all.find((c) => c.pid === p) ?? []);
+}
 
 /**
  * Request properties (Kura's PropertyDTO checks) as layer values; `placeholder` keeps a password.
  * `given` collects the PASSWORD properties set to a new value.
  */
-function layerProps(svc: Svc, c: Component, props: Record<string, unknown>, given?: Set<string>): Props {
-  const ads = adsById(ocdOf(c, svc.effective, svc.registry));
+function layerProps(svc: Svc, c: ComponentRef, props: Record<string, unknown>, given?: Set<string>): Props {
+  const adOf = definitionLookup(c, svc.effective, svc.registry);
   const out: Props = {};
   for (const [k, p] of Object.entries(props)) {
-    const ad = ads.get(k);
+    const ad = adOf(k);
     let v: unknown;
     try {
       v = propertyValue(p, ad);
@@ -68,12 +61,13 @@ function layerProps(svc: Svc, c: Component, props: Record<string, unknown>, give
 }
 
 function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
-  const todo: { c: Component; props: Props }[] = [];
+  const todo: { c: ComponentRef; props: Props }[] = [];
   const secrets = new Map<string, Set<string>>();
-  const taken = new Set(svc.components().map((c) => c.pid));
+  const all = svc.components();
+  const taken = new Set(all.map((c) => c.pid));
   for (const item of field(body, 'configs', 'array')) {
     if (!isObj(item)) throw bad('component configuration objects cannot be null');
-    let c = svc.component(String(item.pid));
+    let c = all.find((x) => x.pid === String(item.pid));
     if (create) {
       // Kura checks nothing more here and fails later with 500; these are 400 (docs/configuration-v2.md).
       const f = item.factoryPid === `org.eclipse.kura.asset` ? ASSET_FACTORY : item.factoryPid;
@@ -82,12 +76,12 @@ function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
       if (taken.has(item.pid)) throw bad(`Invalid parameter. pid ${item.pid} already exists`);
       if (f !== ASSET_FACTORY && !factoryOcd(f, svc.registry)) throw bad(`Invalid parameter. factoryPid ${f} is not a known factory`);
       taken.add(item.pid);
-      c = { pid: item.pid, factoryPid: f, props: {} };
+      c = { pid: item.pid, factoryPid: f };
       item.properties ??= {};
     } else if (typeof item.pid !== 'string') throw bad('parameter "pid" is required');
     if (!isObj(item.properties)) throw bad('parameter "properties" is required');
     const given = new Set<string>();
-    const props = layerProps(svc, c ?? { pid: '', props: {} }, item.properties, given);
+    const props = layerProps(svc, c ?? { pid: '' }, item.properties, given);
     if (c) secrets.set(c.pid, new Set([...(secrets.get(c.pid) ?? []), ...given]));
     if (c) todo.push({ c, props }); // Kura ignores the update of an unknown pid
   }
@@ -112,13 +106,15 @@ const factoryConfigs = (svc: Svc, only?: string[]) => ({
     .map((f) => ({ pid: f, definition: ocdDto(factoryOcd(f, svc.registry)!), properties: {} })),
 });
 
+/** The routes whose reply is made in pieces (JsonPieces). */
+const STREAMED = new Set(['POST snapshots/byId', 'GET configurableComponents/configurations', 'POST configurableComponents/configurations/byPid', 'POST configurableComponents/configurations/byPid/_default']);
+
 const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor) => unknown> = {
   'GET snapshots': (svc) => ({ ids: svc.store.snapshotIds() }),
   'POST snapshots/byId': (svc, body) => {
-    const id = field(body, 'id', 'number');
-    const s = svc.store.readSnapshot(id);
-    if (!s) throw new ConfigError(500, `Configuration snapshot ${id} was not found.`);
-    return { configs: s.map((c) => configDto(c, ocdOf(c, svc.effective, svc.registry), { mask: true })) };
+    const s = svc.readSnapshot(field(body, 'id', 'number'));
+    const items = s.map((c: Component) => (c.factoryPid === ASSET_FACTORY ? AssetSource.ofProps(c) : c));
+    return new JsonPieces(configsJson(items, svc.effective, svc.registry, { definition: false, mask: true }));
   },
   'EXEC snapshots/_write': async (svc) => ({ id: await svc.snapshot() }),
   'EXEC snapshots/_rollback': async (svc, _body, by) => {
@@ -132,7 +128,8 @@ const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor) => unkno
   'GET factoryComponents': (svc) => ({ pids: factories(svc) }),
   'POST factoryComponents': async (svc, body, by) => message(await configs(body, svc, true, by)),
   'DEL factoryComponents/byPid': async (svc, body, by) => {
-    const gone = pids(body).filter((p) => svc.component(p)?.factoryPid); // Kura: other pids are a no-op
+    const all = svc.components();
+    const gone = pids(body).filter((p) => all.find((c) => c.pid === p)?.factoryPid); // Kura: other pids are a no-op
     return message(
       await svc.change((layer) => {
         for (const p of gone) delete layer.components[p], layer.deleted.push(p);
@@ -143,11 +140,9 @@ const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor) => unkno
   'POST factoryComponents/ocd/byFactoryPid': (svc, body) => factoryConfigs(svc, pids(body)),
   'GET configurableComponents': (svc) => ({ pids: svc.components().map((c) => c.pid) }),
   'GET configurableComponents/pidsWithFactory': (svc) => ({ components: svc.components().map(({ pid, factoryPid }) => ({ pid, factoryPid })) }),
-  'GET configurableComponents/configurations': (svc) => ({ configs: fits(svc, svc.components()).map((c) => shown(svc, c, true)) }),
-  'POST configurableComponents/configurations/byPid': (svc, body) => ({ configs: fits(svc, byPids(svc, body)).map((c) => shown(svc, c, true)) }),
-  'POST configurableComponents/configurations/byPid/_default': (svc, body) => ({
-    configs: fits(svc, byPids(svc, body)).flatMap((c) => (ocdOf(c, svc.effective, svc.registry) ? [shown(svc, c, false, true)] : [])),
-  }),
+  'GET configurableComponents/configurations': (svc) => shown(svc, svc.components(), { definition: true, mask: true }),
+  'POST configurableComponents/configurations/byPid': (svc, body) => shown(svc, byPids(svc, body), { definition: true, mask: true }),
+  'POST configurableComponents/configurations/byPid/_default': (svc, body) => shown(svc, byPids(svc, body), { definition: true, mask: false, defaultsOnly: true }),
   'PUT configurableComponents/configurations/_update': async (svc, body, by) => message(await configs(body, svc, false, by)),
   // gatewayd's extension: back to the image's configuration (the runtime layer dropped).
   'EXEC _reset': async (svc, body, by) => message(await svc.reset(snap(body), by)),
@@ -165,10 +160,28 @@ export const configurationFamily = (svc: Svc): Family => ({
     return {
       method,
       path,
-      // One request at a time, in arrival order: reads see no half-made change.
+      // One request at a time, in arrival order: reads see no half-made change. A reply made in
+      // pieces is made from the configuration in force when its turn came, and written after it.
       handler: async (req) => {
         const body = method === 'GET' ? undefined : await req.body();
-        const out = await svc.serial(async () => fn(svc, body, actorOf(req)));
+        const release = STREAMED.has(k) ? await svc.streamTurn() : undefined;
+        // A snapshot's answer is made from the snapshot parsed whole: no other request (a change)
+        // runs beside it until it is written (docs/configuration-v2.md "How large a configuration can grow").
+        let written: (() => void) | undefined;
+        const hold = k === 'POST snapshots/byId' ? new Promise<void>((resolve) => (written = resolve)) : undefined;
+        let out: unknown;
+        try {
+          out = await svc.serial(async () => fn(svc, body, actorOf(req)), hold);
+        } finally {
+          if (!(out instanceof JsonPieces)) release?.(), written?.();
+        }
+        if (out instanceof JsonPieces) {
+          return new JsonPieces(out.pieces, (err) => {
+            release?.();
+            written?.();
+            if (err) svc.log.error('configuration reply failed', { path, error: (err as Error)?.message ?? String(err) });
+          });
+        }
         return out ? rawJson(json(out)) : undefined;
       },
     };

@@ -70,11 +70,22 @@ const IGNORED = /^(emit\..*|timestamp\.mode|kura\.service\.pid|service\.(factory
 
 export function flattenAsset(a: Raw): Props {
   const out: Props = {};
-  for (const [k, v] of Object.entries(a)) {
-    if (k !== 'channels') set(out, k, v);
-    else if (isObj(v)) for (const [ch, c] of Object.entries(v)) if (isObj(c)) for (const [ck, cv] of Object.entries(c)) set(out, `${ch}#${PLUS.includes(ck) ? '+' : ''}${ck}`, cv);
-  }
+  for (const [k, v] of flatAssetEntries(a)) set(out, k, v);
   return out;
+}
+
+/** An asset's flat properties one at a time, in flattenAsset's order: no object with all of them. */
+export function* flatAssetEntries(a: Raw): Generator<[string, unknown]> {
+  for (const k of Object.keys(a)) {
+    const v = a[k];
+    if (k !== 'channels') yield [k, v];
+    else if (isObj(v)) {
+      for (const ch of Object.keys(v)) {
+        const c = v[ch];
+        if (isObj(c)) for (const ck of Object.keys(c)) yield [`${ch}#${PLUS.includes(ck) ? '+' : ''}${ck}`, c[ck]];
+      }
+    }
+  }
 }
 
 export function unflattenAsset(props: Props): Raw {
@@ -93,6 +104,38 @@ export function unflattenAsset(props: Props): Raw {
   return out;
 }
 
+/**
+ * `unflattenAsset(merge(flattenAsset(img), over))` (the image's asset with the layer's properties
+ * on top) without the flat object, which holds several entries per channel: the flat properties are
+ * taken one at a time, the layer's replacing the image's in place.
+ */
+export function layeredAsset(img: Raw | undefined, over: Props): Raw {
+  const out: Raw = {};
+  const channels: Record<string, Raw> = {};
+  let anyChannel = false;
+  const put = (k: string, v: unknown) => {
+    if (v === null) return;
+    const m = CHANNEL_KEY.exec(k);
+    if (!m) {
+      if (!k.includes('#') && !IGNORED.test(k)) set(out, k, v);
+    } else if (!(m[2] && (m[3] === 'name' || m[3] === 'listen'))) {
+      if (!Object.hasOwn(channels, m[1])) set(channels, m[1], {});
+      anyChannel = true;
+      set(channels[m[1]], m[3], /^(value\.)?type$/.test(m[3]) && typeof v === 'string' ? v.toUpperCase() : v);
+    }
+  };
+  const taken = new Set<string>();
+  if (img) {
+    for (const [k, v] of flatAssetEntries(img)) {
+      if (Object.hasOwn(over, k)) taken.add(k), put(k, over[k]);
+      else put(k, v);
+    }
+  }
+  for (const k of Object.keys(over)) if (!taken.has(k)) put(k, over[k]);
+  if (anyChannel) out.channels = channels;
+  return out;
+}
+
 const sectionOf = (raw: Raw, s: Singleton): Raw => {
   const v = s.section ? raw[s.section] : raw;
   return isObj(v) ? v : {};
@@ -103,6 +146,31 @@ const drivers = (raw: Raw) => (raw.drivers === undefined ? { sim: { factory: 'si
 /** The components of a (raw) configuration, properties as written (no defaults). */
 export function componentsOf(raw: Raw): Component[] {
   return [...eachComponent(raw)];
+}
+
+/** A component's identity without its properties: listing components flattens no asset. */
+export interface ComponentRef {
+  pid: string;
+  factoryPid?: string;
+}
+
+/** The pids of componentsOf(raw), in its order, without building any component's properties. */
+export function componentRefs(raw: Raw): ComponentRef[] {
+  const out: ComponentRef[] = SINGLETONS.map((s) => ({ pid: s.pid }));
+  for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) out.push({ pid, factoryPid: DRIVER_FACTORY + String(d.factory) });
+  if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) out.push({ pid, factoryPid: ASSET_FACTORY });
+  return out;
+}
+
+/** The component `pid` of componentsOf(raw) (the first of that pid), built alone. */
+export function componentOf(raw: Raw, pid: string): Component | undefined {
+  const ref = componentRefs(raw).find((c) => c.pid === pid);
+  if (!ref) return undefined;
+  const s = singleton(pid);
+  if (s) return { pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) };
+  const props = ref.factoryPid === ASSET_FACTORY ? flattenAsset((raw.assets as Raw)[pid] as Raw) : { ...((drivers(raw) as Raw)[pid] as Raw) };
+  delete props.factory;
+  return { ...ref, props };
 }
 
 /** componentsOf one at a time: an asset's flattened properties (several per channel) live only while used. */
@@ -137,7 +205,10 @@ function merge(into: Raw, over: Props): Raw {
  * unless the layer created or pinned it.
  */
 export function applyLayer(image: Raw, layer: Layer): Raw {
-  const out = structuredClone(image);
+  // Assets the layer replaces or deletes are not copied only to be dropped (a null keeps their place).
+  const imageAssets = isObj(image.assets) ? image.assets : {};
+  const replaced = (pid: string) => Object.hasOwn(imageAssets, pid) && isObj(imageAssets[pid]) && (layer.deleted.includes(pid) || layer.components[pid]?.factoryPid === ASSET_FACTORY);
+  const out = structuredClone(Object.keys(imageAssets).some(replaced) ? { ...image, assets: Object.fromEntries(Object.entries(imageAssets).map(([pid, a]) => [pid, replaced(pid) ? null : a])) } : image);
   out.drivers = drivers(out);
   const map = (k: string): Raw => (isObj(out[k]) ? out[k] : (out[k] = {})) as Raw;
   for (const pid of layer.deleted) delete map('drivers')[pid], delete map('assets')[pid];
@@ -150,12 +221,17 @@ export function applyLayer(image: Raw, layer: Layer): Raw {
     } else if (c.factoryPid) {
       const asset = c.factoryPid === ASSET_FACTORY;
       const kind = map(asset ? 'assets' : 'drivers');
-      const img = Object.hasOwn(kind, pid) ? kind[pid] : undefined;
+      const from = asset ? imageAssets : kind;
+      const img = Object.hasOwn(from, pid) ? from[pid] : undefined;
       if (!c.pinned && !isObj(img)) continue;
-      const base = c.pinned ? {} : asset ? flattenAsset(img as Raw) : { ...(img as Raw) };
+      if (asset) {
+        set(kind, pid, layeredAsset(c.pinned ? undefined : (img as Raw), c.props));
+        continue;
+      }
+      const base = c.pinned ? {} : { ...(img as Raw) };
       delete base.factory;
       merge(base, c.props);
-      set(kind, pid, asset ? unflattenAsset(base) : { factory: c.factoryPid.slice(DRIVER_FACTORY.length), ...base });
+      set(kind, pid, { factory: c.factoryPid.slice(DRIVER_FACTORY.length), ...base });
     }
   }
   return out;
@@ -210,6 +286,44 @@ const CHANNEL_ADS = ads([
 const ASSET_ADS = [...ads([['asset.desc', 'S'], ['driver.pid', 'S']]), ...adsOfSpec(ASSET_TIMES)];
 for (const a of [...CHANNEL_ADS.slice(0, 4), ASSET_ADS[1]]) a.required = true;
 
+export const ASSET_OCD = { id: `${K}asset`, name: 'Wire Asset', description: 'Configure Wire Asset Instance' };
+
+/**
+ * An asset's definition as Kura shows it once the driver is attached: the asset ADs, then for each
+ * channel the generic channel ADs and the driver's channel ADs under `<ch>#<id>`. Kept as the
+ * templates, not as one AD per channel property: with thousands of channels the copies were many
+ * times the configuration itself (docs/configuration-v2.md "How large a configuration can grow").
+ */
+export class AssetDefinition {
+  /** The channel ADs (generic, then the driver's), with their own ids (`+type`, `unit.id`). */
+  readonly channelAds: AttributeDef[];
+  private readonly byId = new Map<string, AttributeDef>();
+
+  constructor(driverPid: unknown, raw: Raw, registry: DriverRegistry) {
+    const d = (drivers(raw) as Raw)[String(driverPid)];
+    this.channelAds = [...CHANNEL_ADS, ...(isObj(d) ? driverAds(registry, String(d.factory), true) : [])];
+    for (const a of this.channelAds) if (!this.byId.has(a.id)) this.byId.set(a.id, a);
+  }
+
+  /**
+   * The AD of property `key` (the first of its id, as adsById finds it); a channel key has one only
+   * when `hasChannel` says its channel exists. A channel key's AD is the template (its id without
+   * the channel).
+   */
+  ad(key: string, hasChannel: (ch: string) => boolean): AttributeDef | undefined {
+    const m = CHANNEL_KEY.exec(key);
+    if (!m) return key.includes('#') ? undefined : ASSET_ADS.find((a) => a.id === key);
+    const a = this.byId.get(m[2] + m[3]);
+    return a && hasChannel(m[1]) ? a : undefined;
+  }
+
+  /** Every AD of the asset with channels `channels`, made one at a time. */
+  *ads(channels: Iterable<string>): Generator<AttributeDef> {
+    yield* ASSET_ADS;
+    for (const ch of channels) for (const a of this.channelAds) yield { ...a, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` };
+  }
+}
+
 /**
  * The definition of a component. Assets: Kura's base ADs, then per channel the generic ADs and the
  * driver's channel ADs cloned as `<ch>#<id>` (as Kura does once the driver is attached).
@@ -217,14 +331,25 @@ for (const a of [...CHANNEL_ADS.slice(0, 4), ASSET_ADS[1]]) a.required = true;
 export function ocdOf(c: Component, raw: Raw, registry: DriverRegistry): Ocd | undefined {
   const s = singleton(c.pid);
   if (s) return { id: s.pid, name: s.pid.slice(s.pid.lastIndexOf('.') + 1), ads: adsOfSpec(s.spec) };
-  if (c.factoryPid === ASSET_FACTORY) {
-    const d = (drivers(raw) as Raw)[String(c.props['driver.pid'])];
-    const chAds = [...CHANNEL_ADS, ...(isObj(d) ? driverAds(registry, String(d.factory), true) : [])];
-    const list = [...ASSET_ADS];
-    for (const ch of channelNames(c.props)) for (const a of chAds) list.push({ ...a, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` });
-    return { id: `${K}asset`, name: 'Wire Asset', description: 'Configure Wire Asset Instance', ads: list };
-  }
+  if (c.factoryPid === ASSET_FACTORY) return { ...ASSET_OCD, ads: [...new AssetDefinition(c.props['driver.pid'], raw, registry).ads(channelNames(c.props))] };
   return c.factoryPid ? factoryOcd(c.factoryPid, registry) : undefined;
+}
+
+/**
+ * The definition of each property of component `c` of configuration `raw`: what
+ * `adsById(ocdOf(c, raw, registry)).get(key)` gives, without building an asset's whole definition.
+ * An asset's channels are those of `raw` (`c` may carry no properties).
+ */
+export function definitionLookup(c: ComponentRef, raw: Raw, registry: DriverRegistry): (key: string) => AttributeDef | undefined {
+  if (c.factoryPid === ASSET_FACTORY && !singleton(c.pid)) {
+    const a = isObj(raw.assets) && Object.hasOwn(raw.assets, c.pid) && isObj(raw.assets[c.pid]) ? (raw.assets[c.pid] as Raw) : {};
+    const channels = isObj(a.channels) ? a.channels : {};
+    const def = new AssetDefinition(a['driver.pid'], raw, registry);
+    const has = (ch: string) => Object.hasOwn(channels, ch) && isObj(channels[ch]) && Object.keys(channels[ch] as Raw).length > 0;
+    return (key) => def.ad(key, has);
+  }
+  const ads = adsById(ocdOf({ ...c, props: {} }, raw, registry));
+  return (key) => ads.get(key);
 }
 
 export function factoryOcd(factoryPid: string, registry: DriverRegistry): Ocd | undefined {
@@ -233,7 +358,7 @@ export function factoryOcd(factoryPid: string, registry: DriverRegistry): Ocd | 
   return f && { id: factoryPid, name: f.ocd?.name ?? name, description: f.ocd?.description, ads: driverAds(registry, name, false) };
 }
 
-function channelNames(props: Props): string[] {
+export function channelNames(props: Props): string[] {
   return [...new Set(Object.keys(props).map((k) => CHANNEL_KEY.exec(k)?.[1]).filter((n): n is string => n !== undefined))];
 }
 

@@ -7,11 +7,13 @@ import type { Problem } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import type { Logger } from '../log.js';
 import { errorsOf, readConfigFile, validateConfig, type Config, type LoadResult } from '../config/config.js';
-import { applyLayer, ASSET_FACTORY, componentsOf, eachComponent, emptyLayer, locate, ocdOf, shownProps, type Component, type Layer, type Raw } from './model.js';
+import { applyLayer, componentOf, componentRefs, emptyLayer, locate, type Component, type ComponentRef, type Layer, type Raw } from './model.js';
+import { shownOf, snapshotJson } from './reply.js';
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
-import { changeRefusal, heapBound, weigh, type Weight } from '../config/heap.js';
+import { changeRefusal, heapBound, snapshotOf, snapshotRefusal, weigh, type Weight } from '../config/heap.js';
+import { checkSpace } from '../store/reserve.js';
 import { isAdmin, reservedChange, reservedRefusal, type ChangeActor } from './reserved.js';
 import { movedSecret, movedSecretMessage, type GivenSecrets } from './secrets.js';
 import { imageListeners, listenerDifferences, listenerProblems, listenerSettingsOf, portProblems, type ListenerSettings } from './listeners.js';
@@ -51,7 +53,10 @@ export interface Loaded extends LoadResult {
   readonly image: Raw;
   /** What the configuration in force weighs for a change (src/config/heap.ts). */
   readonly weight: Weight;
-  layer: Layer;
+  /** The runtime layer in force (read again from dataDir/config when it is large: see loaded()). */
+  readonly layer: Layer;
+  /** A copy of the layer to change. */
+  layerCopy(): Layer;
   readonly effective: Raw;
   /** The image and the effective configuration as kept (the same when there is no runtime layer). */
   packed: { image: Packed; effective: Packed };
@@ -95,14 +100,27 @@ export function loadEffective(file: string, registry: DriverRegistry, layer?: La
   return loaded(next, image ?? raw, weight, layer, [], store, effective);
 }
 
+/**
+ * A layer with more entries than this is not kept in memory but read again from dataDir/config when
+ * needed: after a rollback it pins every property of the configuration (several per channel), and
+ * kept parsed it would weigh as much as the configuration itself for as long as it is in force.
+ */
+const KEEP_LAYER_ENTRIES = 4096;
+
 /** `weight`: what the configuration in force as written weighs (weigh()). */
 function loaded(res: LoadResult, image: Raw | Packed | undefined, weight: Weight, layer = emptyLayer(), layerProblems: Problem[] = [], store?: ConfigStore, effective?: Raw): Loaded {
   const img = image === undefined || image instanceof Packed ? image : new Packed(image);
   const packed = { image: img!, effective: effective ? new Packed(effective) : img! };
+  // A large layer is the one stored (read at start, written by the change that made it) from the
+  // moment this result is in force.
+  const held = !store || weigh(layer).entries <= KEEP_LAYER_ENTRIES ? layer : undefined;
   return {
     ...res,
     weight,
-    layer,
+    get layer() {
+      return held ?? store!.readLayer();
+    },
+    layerCopy: () => (held ? structuredClone(held) : store!.readLayer()),
     layerProblems,
     store,
     packed,
@@ -126,6 +144,9 @@ export interface ChangeRequest {
   secrets?: GivenSecrets;
 }
 
+/** Replies made a piece at a time that may be in progress at once (ConfigurationService.streamed). */
+export const STREAMED_REPLIES = 2;
+
 export interface ServiceOptions {
   file: string;
   registry: DriverRegistry;
@@ -146,9 +167,15 @@ export class ConfigurationService {
   private state: Loaded;
   readonly store: ConfigStore;
   private queue: Promise<unknown> = Promise.resolve();
+  private streaming = 0;
+  private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly opts: ServiceOptions) {
+  private readonly opts: ServiceOptions;
+
+  constructor(opts: ServiceOptions) {
     this.state = opts.loaded?.store ? opts.loaded : loadEffective(opts.file, opts.registry);
+    // Not kept in the options: after the first change it would hold a second configuration.
+    this.opts = { ...opts, loaded: undefined };
     this.store = this.state.store ?? new ConfigStore(this.state.config.dataDir);
     this.store.open();
   }
@@ -156,7 +183,10 @@ export class ConfigurationService {
   /** Starts the service; a first snapshot records the configuration the device started with. */
   static async start(opts: ServiceOptions): Promise<ConfigurationService> {
     const svc = new ConfigurationService(opts);
-    if (svc.store.snapshotIds().length === 0) await svc.snapshot();
+    if (svc.store.snapshotIds().length === 0) {
+      // A full data partition must not keep the device from starting: the snapshot waits for the next change.
+      await svc.snapshot().catch((err) => opts.log.warn('first configuration snapshot not written', { dir: svc.store.dir, error: (err as Error).message }));
+    }
     return svc;
   }
 
@@ -169,33 +199,56 @@ export class ConfigurationService {
   }
 
   /** One request at a time, in arrival order: reads see no half-made change. */
-  serial<T>(fn: () => Promise<T>): Promise<T> {
+  serial<T>(fn: () => Promise<T>, until?: Promise<void>): Promise<T> {
     const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => {});
+    // `until`: the next request waits for it too once `fn` succeeded (a reply still being written).
+    this.queue = run.then(() => until).catch(() => {});
     return run;
   }
 
-  components(): Component[] {
-    return componentsOf(this.state.effective);
+  /** The components' pids (no properties: an asset's are several per channel). */
+  components(): ComponentRef[] {
+    return componentRefs(this.state.effective);
   }
 
+  /** One component with its properties, made alone. */
   component(pid: string): Component | undefined {
-    return this.components().find((c) => c.pid === pid);
+    return componentOf(this.state.effective, pid);
   }
 
   /**
    * A snapshot holds every component with every property (definition defaults included). Made and
-   * written one component at a time: with thousands of channels the whole snapshot at once would be
-   * several times the running configuration in memory.
+   * written a piece at a time (an asset a few channels at a time): with thousands of channels the
+   * whole snapshot at once would be several times the running configuration in memory.
    */
   snapshot(): Promise<number> {
     const { effective, registry } = this;
-    // An asset's shown properties need no definition (shownProps): not building one spares an
-    // attribute definition object per channel property.
-    const all = function* (): Generator<Component> {
-      for (const c of eachComponent(effective)) yield { ...c, props: shownProps(c, c.factoryPid === ASSET_FACTORY ? undefined : ocdOf(c, effective, registry)) };
+    const parts = function* (): Generator<Iterable<string>> {
+      for (const c of shownOf(effective, componentRefs(effective), (pid) => componentOf(effective, pid))) yield snapshotJson(c, effective, registry);
     };
-    return this.store.writeSnapshot(all(), this.state.config.snapshotsMax);
+    return this.store.writeSnapshot(parts(), this.state.config.snapshotsMax, this.state.config.snapshotsMaxBytes);
+  }
+
+  /**
+   * A turn for a reply made a piece at a time (resolves with its release, to call once it is
+   * written): at most STREAMED_REPLIES at once, the others wait in arrival order. Each keeps the
+   * configuration it was made from until its client has read it, so slow clients must not make
+   * more copies than that.
+   */
+  async streamTurn(): Promise<() => void> {
+    while (this.streaming >= STREAMED_REPLIES) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.streaming++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.streaming--;
+      this.waiting.shift()?.();
+    };
+  }
+
+  get log(): Logger {
+    return this.opts.log;
   }
 
   /**
@@ -205,7 +258,7 @@ export class ConfigurationService {
    * PASSWORD properties it gives anew (the others may not follow a changed endpoint).
    */
   async change(mutate: (layer: Layer) => void, takeSnapshot: boolean, req: ChangeRequest): Promise<string | undefined> {
-    const layer = structuredClone(this.state.layer);
+    const layer = this.state.layerCopy();
     mutate(layer);
     this.refuseReserved(layer, req.by);
     const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (weight) => this.fits(weight));
@@ -218,17 +271,24 @@ export class ConfigurationService {
     // The CRL is re-read live; every other http setting waits for the next start.
     const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
     const httpChanged = listeners(next.config) !== listeners(this.state.config);
+    // Refused (507) before anything is written when its snapshot would eat into the data partition's reserve.
+    if (takeSnapshot) {
+      const { snapshotsMax, snapshotsMaxBytes } = next.config;
+      this.store.prune(snapshotsMax, snapshotsMaxBytes, true);
+      checkSpace(this.store.dir, snapshotOf(next.weight).bytes);
+    }
     await this.store.writeLayer(layer);
     this.state = next;
     await this.opts.apply(next.config);
-    if (takeSnapshot) await this.snapshot();
+    // The change is made: a snapshot that still cannot be written is logged, not its failure.
+    if (takeSnapshot) await this.snapshot().catch((err) => this.opts.log.error('configuration changed, but its snapshot was not written', { dir: this.store.dir, error: (err as Error).message }));
     this.opts.log.info('runtime configuration changed', { dir: this.store.dir });
     return httpChanged ? 'The http settings were saved; they take effect at the next start of gatewayd.' : undefined;
   }
 
   /**
    * Refuses (413) a change whose configuration would not fit the heap bound: V8 would abort the
-   * daemon in the middle of it (docs/configuration-v2.md "Applying a change"). A restart only loads the
+   * daemon in the middle of it (docs/configuration-v2.md "How large a configuration can grow"). A restart only loads the
    * configuration, which takes less, so a configuration this accepted also starts.
    */
   private fits(weight: Weight): void {
@@ -288,16 +348,28 @@ export class ConfigurationService {
   }
 
   /**
+   * Snapshot `id`'s components, refused (413) when reading it (whole) and, for a rollback, making it
+   * the configuration would not fit the heap bound; 500 as Kura when there is none.
+   */
+  readSnapshot(id: number, rollback = false): Component[] {
+    const snap = this.store.readSnapshot(id, (size) => {
+      const why = snapshotRefusal(id, size, this.state.weight, rollback, heapBound());
+      if (why) throw new ConfigError(413, why);
+    });
+    if (!snap) throw new ConfigError(500, `Configuration snapshot ${id} was not found.`);
+    return snap;
+  }
+
+  /**
    * Restores snapshot `id` as the runtime layer: every property of the snapshot is pinned. A
    * snapshot's secrets come with the endpoints they were stored with.
    */
   rollback(id: number, by: ChangeActor): Promise<string | undefined> {
-    const snap = this.store.readSnapshot(id);
-    if (!snap) throw new ConfigError(500, `Configuration snapshot ${id} was not found.`);
+    const snap = this.readSnapshot(id, true);
     return this.change((layer) => {
       const keep = new Set(snap.map((c) => c.pid));
       layer.components = Object.fromEntries(snap.map((c) => [c.pid, { factoryPid: c.factoryPid, pinned: true, props: c.props }]));
-      layer.deleted = componentsOf(this.state.image).filter((c) => c.factoryPid && !keep.has(c.pid)).map((c) => c.pid);
+      layer.deleted = componentRefs(this.state.image).filter((c) => c.factoryPid && !keep.has(c.pid)).map((c) => c.pid);
     }, true, { by });
   }
 

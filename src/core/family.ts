@@ -24,8 +24,9 @@
 // below the base (`:name` binds a parameter; a literal segment wins over a parameter, as in JAX-RS).
 //
 // A handler receives a `CoreRequest` and returns the reply body: a JSON value (serialised with
-// JSON.stringify), `rawJson(text)` for text already serialised (exact LONGs, Gson field order), or
-// undefined for 200 with an empty body. It throws `RequestError(status, detail)` to answer an
+// JSON.stringify), `rawJson(text)` for text already serialised (exact LONGs, Gson field order),
+// `new JsonPieces(iterable)` for text made a piece at a time as it is sent, or undefined for 200
+// with an empty body. It throws `RequestError(status, detail)` to answer an
 // error; the family's `errors` style formats it for REST and MQTT (src/core/errors.ts), so a
 // handler never formats an error itself. Anything else thrown is a 500 without details (and one
 // log line). `req.body()` reads the body through the one JSON reader (src/core/json.ts): over REST
@@ -78,6 +79,19 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 export const rawJson = (text: string): RawJson => new RawJson(text);
+
+/**
+ * JSON text made a piece at a time while it is sent, for a reply too large to hold whole: REST
+ * streams it at the pace the client reads; over MQTT it is collected up to the reply bound
+ * (MAX_REPLY_BYTES). `close` runs once when the pieces are no longer needed (read to the end, the
+ * client gone, or a piece failed: `err`).
+ */
+export class JsonPieces {
+  constructor(
+    readonly pieces: Iterable<string>,
+    readonly close: (err?: unknown) => void = () => {},
+  ) {}
+}
 
 export type Handler = (req: CoreRequest) => unknown | Promise<unknown>;
 

@@ -10,7 +10,7 @@ import type { MqttRequest, MqttResponse } from '../mqtt/envelope.js';
 import { ReplyTooLargeError, RequestError, mqttError } from './errors.js';
 import { readJsonBytes } from './json.js';
 import { MAX_REPLY_BYTES } from './limits.js';
-import { METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from './family.js';
+import { JsonPieces, METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from './family.js';
 
 export function familyApplication(family: Family, log: Logger): MqttApplication {
   if (family.appId === undefined) throw new Error(`family ${family.name} has no MQTT application id`);
@@ -32,7 +32,8 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
           identity: { name: req.requester, via: 'mqtt', permissions: ctx.permissions },
           body: async (o) => readJsonBytes(req.body, o),
         };
-        const text = replyText(await m.handler.handler(core));
+        const result = await m.handler.handler(core);
+        const text = result instanceof JsonPieces ? collect(result) : replyText(result);
         if (text !== undefined && text.length > MAX_REPLY_BYTES / 4 && Buffer.byteLength(text) > MAX_REPLY_BYTES) {
           throw new ReplyTooLargeError(`Reply too large: ${Buffer.byteLength(text)} bytes, the limit is ${MAX_REPLY_BYTES}; ask for fewer assets or channels`);
         }
@@ -48,4 +49,22 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
       }
     },
   };
+}
+
+/** The text of a reply made in pieces, refused (Reply too large: 500 over MQTT) as soon as it passes the reply bound: never more than the bound in memory. */
+function collect(reply: JsonPieces): string {
+  let text = '';
+  let failed: unknown;
+  try {
+    for (const piece of reply.pieces) {
+      text += piece;
+      if (text.length > MAX_REPLY_BYTES) throw new ReplyTooLargeError(`Reply too large: more than ${MAX_REPLY_BYTES} bytes, the limit; ask for fewer components`);
+    }
+    return text;
+  } catch (err) {
+    failed = err;
+    throw err;
+  } finally {
+    reply.close(failed instanceof ReplyTooLargeError ? undefined : failed);
+  }
 }

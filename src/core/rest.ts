@@ -5,7 +5,7 @@
 import { jsonFamily, textFamily, type HttpServer } from '../http/server.js';
 import { readJsonBody } from '../http/body.js';
 import type { RequestContext } from '../http/context.js';
-import { replyText, restOf, type CoreRequest, type Family, type Method } from './family.js';
+import { JsonPieces, replyText, restOf, type CoreRequest, type Family, type Method } from './family.js';
 import { isThenable } from './thenable.js';
 
 export interface RestMountOptions {
@@ -33,6 +33,7 @@ export function mountRest(server: HttpServer, family: Family, opts: RestMountOpt
 }
 
 function reply(ctx: RequestContext, result: unknown): void {
+  if (result instanceof JsonPieces) return ctx.stream(200, result.pieces, 'application/json', result.close);
   const text = replyText(result);
   if (text === undefined) ctx.empty(200);
   else ctx.rawJson(200, text);

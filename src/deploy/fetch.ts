@@ -8,6 +8,7 @@
 
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
+import { spaceMeter } from '../store/reserve.js';
 import http from 'node:http';
 import type https from 'node:https';
 import { lazyBuiltin } from '../core/builtin.js';
@@ -137,16 +138,23 @@ async function copyLocal(file: string, dest: string, opts: FetchOptions): Promis
   const st = await fsp.stat(real);
   if (!st.isFile()) throw new Error(`${file} is not a regular file`);
   if (st.size > opts.maxBytes) throw new Error(`${file} is larger than ${opts.maxBytes} bytes`);
-  await pipeline(fs.createReadStream(real), limiter(opts.maxBytes, file), fs.createWriteStream(dest, { flags: 'wx', mode: 0o600 }), { signal: opts.signal });
+  await pipeline(fs.createReadStream(real), limiter(opts.maxBytes, file, dest), fs.createWriteStream(dest, { flags: 'wx', mode: 0o600 }), { signal: opts.signal });
 }
 
-function limiter(maxBytes: number, what: string): Transform {
+/** Passes at most `maxBytes`; with `dest`, written there, each chunk stops at the data partition's reserve. */
+function limiter(maxBytes: number, what: string, dest?: string): Transform {
   let seen = 0;
+  const wrote = dest ? spaceMeter(path.dirname(dest)) : undefined;
   return new Transform({
     transform(chunk: Buffer, _enc, cb) {
       seen += chunk.length;
-      if (seen > maxBytes) cb(new DownloadError(`${what} is larger than ${maxBytes} bytes`));
-      else cb(null, chunk);
+      if (seen > maxBytes) return cb(new DownloadError(`${what} is larger than ${maxBytes} bytes`));
+      try {
+        wrote?.(chunk.length);
+      } catch (err) {
+        return cb(err as Error);
+      }
+      cb(null, chunk);
     },
   });
 }
@@ -183,12 +191,14 @@ async function download(url: URL, dest: string, opts: FetchOptions): Promise<voi
         // The size is known as soon as the answer starts: Kura's first IN_PROGRESS notification
         // already carries it.
         opts.onProgress?.(received, total);
+        const wrote = spaceMeter(path.dirname(dest));
         const progress = new Transform({
           transform(chunk: Buffer, _enc, cb) {
             received += chunk.length;
             if (received > opts.maxBytes) return cb(new Error(`${shown} is larger than ${opts.maxBytes} bytes`));
             try {
-              opts.onProgress?.(received, total);
+              wrote(chunk.length); // a download stops at the data partition's reserve
+              opts.onProgress?.(received, total); // and at the queue's byte bound
             } catch (err) {
               return cb(err as Error);
             }

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { nodeCrypto } from '../core/builtin.js';
 import type { Logger } from '../log.js';
 import { cleanTempFiles, ensurePrivateDir, readJsonFile, syncDir, writeJsonAtomic } from '../store/atomic.js';
+import { spaceMeter, type SpaceOptions } from '../store/reserve.js';
 import { ZipArchive, type ZipLimits } from './zip.js';
 import { MANIFEST_PATH, isSymbolicName, readPackageManifest, type PackageManifest } from './manifest.js';
 
@@ -186,15 +187,16 @@ export class PackageStore {
     const pkg = this.get(name);
     if (!pkg) return undefined;
     const next = this.packages.filter((p) => p !== pkg);
-    await this.writeIndex(next);
+    // An uninstall frees space: its index write may use the data partition's reserve.
+    await this.writeIndex(next, { useReserve: true });
     this.packages = next;
     await fsp.rm(this.dirOf(pkg), { recursive: true, force: true });
     return pkg;
   }
 
-  private async writeIndex(packages: InstalledPackage[]): Promise<void> {
+  private async writeIndex(packages: InstalledPackage[], space?: SpaceOptions): Promise<void> {
     const index: IndexFile = { formatVersion: STORE_FORMAT_VERSION, packages };
-    await writeJsonAtomic(this.indexFile, index);
+    await writeJsonAtomic(this.indexFile, index, space);
   }
 }
 
@@ -239,10 +241,18 @@ async function extract(zip: ZipArchive, dest: string, manifest: PackageManifest)
 }
 
 async function writeDurably(file: string, data: string | AsyncIterable<Buffer>): Promise<void> {
+  // An extraction stops at the data partition's reserve (src/store/reserve.ts).
+  const wrote = spaceMeter(path.dirname(file));
+  if (typeof data === 'string') wrote(Buffer.byteLength(data));
   const fh = await fsp.open(file, 'wx', 0o600);
   try {
     if (typeof data === 'string') await fh.writeFile(data);
-    else for await (const chunk of data) await fh.write(chunk);
+    else {
+      for await (const chunk of data) {
+        wrote(chunk.length);
+        await fh.write(chunk);
+      }
+    }
     await fh.sync();
   } finally {
     await fh.close();

@@ -65,7 +65,8 @@ const STORAGE_ERRORS: Record<string, string> = {
  */
 export function storageError(err: unknown): HttpError | undefined {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const why = code ? STORAGE_ERRORS[code] : undefined;
+  // The data partition's reserve (src/store/reserve.ts): its message says how much is kept and free.
+  const why = code === 'ERESERVE' ? (err as Error).message : code ? STORAGE_ERRORS[code] : undefined;
   return why ? new HttpError(507, `Insufficient storage: the change could not be saved (${why})`) : undefined;
 }
 
@@ -153,6 +154,32 @@ export class RequestContext {
     }
   }
 
+  /**
+   * Sends a body made a piece at a time (chunked), at the pace the client reads: the next pieces
+   * are made only once the socket took the last ones, so a large answer is never whole in memory.
+   * `done` runs once when the pieces are no longer needed: all sent, the client gone, or a piece
+   * threw (`err`; the connection is then cut, the status line being out already).
+   */
+  stream(status: number, pieces: Iterable<string>, contentType: string, done: (err?: unknown) => void = () => {}): void {
+    if (this.responded || this.res.headersSent) return done();
+    this.responded = true;
+    const headers: Record<string, string | string[]> = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+    for (const f of this.filters) status = f(this, status, headers);
+    headers['content-type'] = contentType;
+    this.res.writeHead(status, headers);
+    if (this.method === 'HEAD' || status === 204 || status === 304) {
+      this.res.end();
+      return done();
+    }
+    writePieces(this.res, pieces).then(
+      () => done(),
+      (err) => {
+        this.res.destroy();
+        done(err);
+      },
+    );
+  }
+
   json(status: number, value: unknown, extra?: Record<string, string | string[]>): void {
     this.send(status, JSON.stringify(value), 'application/json', extra);
   }
@@ -204,4 +231,39 @@ function sameLowerCase(k: string, lower: string): boolean {
     if (c !== lower.charCodeAt(i) && (c < 65 || c > 90 || (c | 0x20) !== lower.charCodeAt(i))) return false;
   }
   return true;
+}
+
+/** Pieces are gathered into writes of about this many characters (fewer system calls and chunks). */
+const STREAM_CHUNK = 64 * 1024;
+
+/** Writes `pieces` to `res`, waiting for 'drain' whenever its buffer is full; stops when it closes. */
+async function writePieces(res: ServerResponse, pieces: Iterable<string>): Promise<void> {
+  const it = pieces[Symbol.iterator]();
+  let closed = false;
+  let wake: (() => void) | undefined;
+  const onClose = () => {
+    closed = true;
+    wake?.();
+  };
+  const onDrain = () => wake?.();
+  res.on('close', onClose);
+  res.on('drain', onDrain);
+  try {
+    let chunk = '';
+    for (let r = it.next(); !r.done; r = it.next()) {
+      chunk += r.value;
+      if (chunk.length < STREAM_CHUNK) continue;
+      if (closed) return;
+      const more = res.write(chunk);
+      chunk = '';
+      if (!more && !closed) await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+      if (closed) return;
+    }
+    if (!closed) res.end(chunk);
+  } finally {
+    it.return?.();
+    res.off('close', onClose);
+    res.off('drain', onDrain);
+  }
 }

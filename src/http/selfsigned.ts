@@ -111,7 +111,8 @@ export function ensureSelfSigned(dataDir: string): { cert: string; key: string; 
   }
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const g = generateSelfSigned('gatewayd');
-  writeFileAtomicSync(keyFile, g.keyPem, 0o600);
-  writeFileAtomicSync(certFile, g.certPem, 0o644);
+  // Needed to start at all: may use the data partition's reserve (src/store/reserve.ts).
+  writeFileAtomicSync(keyFile, g.keyPem, 0o600, { useReserve: true });
+  writeFileAtomicSync(certFile, g.certPem, 0o644, { useReserve: true });
   return { cert: g.certPem, key: g.keyPem, generated: true };
 }

@@ -37,6 +37,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.js';
 import { ensurePrivateDir, syncDir } from '../store/atomic.js';
+import { checkSpace } from '../store/reserve.js';
 import { crc32 } from '../store/crc32.js';
 import { DEFAULT_OUTBOX_MAX_BYTES } from './config.js';
 
@@ -702,6 +703,8 @@ export class Outbox {
       for (const s of dones) parts.push(doneRecord(s));
       let total = 0;
       for (const p of parts) total += p.length;
+      // Telemetry stops at the data partition's reserve (src/store/reserve.ts), as on a full disk.
+      if (adds.length > 0) checkSpace(this.#dir, total);
       this.#fh ??= await fsp.open(seg.file, 'a', 0o600);
       const { bytesWritten } = await this.#fh.writev(parts);
       if (bytesWritten !== total) throw new Error(`wrote ${bytesWritten} of ${total} bytes (no space left on the device?)`);

@@ -4,8 +4,12 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { checkSpace, spaceMeter, type SpaceOptions } from './reserve.js';
 
 let counter = 0;
+
+/** Pieces of a file written in parts are gathered into writes of about this many characters. */
+const WRITE_CHUNK = 64 * 1024;
 
 function tempName(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${++counter}.tmp`);
@@ -14,18 +18,31 @@ function tempName(file: string): string {
 /**
  * Writes `data` to `file` atomically and durably (file mode 0600 by default). `data` may be a
  * sequence of strings, written one after the other as they come: a large file made piece by piece is
- * never whole in memory.
+ * never whole in memory. The write stops at the data partition's reserve (src/store/reserve.ts)
+ * unless `space` lets it use the reserve.
  */
-export async function writeFileAtomic(file: string, data: string | Buffer | Iterable<string>, mode = 0o600): Promise<void> {
+export async function writeFileAtomic(file: string, data: string | Buffer | Iterable<string>, mode = 0o600, space: SpaceOptions = {}): Promise<void> {
+  const dir = path.dirname(file);
+  if (typeof data === 'string' || Buffer.isBuffer(data)) checkSpace(dir, Buffer.byteLength(data), space);
   const tmp = tempName(file);
   const fh = await fsp.open(tmp, 'w', mode);
   try {
     if (typeof data === 'string' || Buffer.isBuffer(data)) await fh.writeFile(data);
     else {
-      for (const part of data) {
-        const b = Buffer.from(part);
+      // Small pieces are gathered into writes of about WRITE_CHUNK characters.
+      const wrote = spaceMeter(dir, space);
+      let chunk = '';
+      const flush = async () => {
+        const b = Buffer.from(chunk);
+        chunk = '';
+        wrote(b.length);
         for (let at = 0; at < b.length; ) at += (await fh.write(b, at)).bytesWritten;
+      };
+      for (const part of data) {
+        chunk += part;
+        if (chunk.length >= WRITE_CHUNK) await flush();
       }
+      if (chunk) await flush();
     }
     await fh.sync();
   } catch (err) {
@@ -44,7 +61,8 @@ export async function writeFileAtomic(file: string, data: string | Buffer | Iter
 }
 
 /** Synchronous twin, for start-up and shutdown paths that must not yield. */
-export function writeFileAtomicSync(file: string, data: string | Buffer, mode = 0o600): void {
+export function writeFileAtomicSync(file: string, data: string | Buffer, mode = 0o600, space: SpaceOptions = {}): void {
+  checkSpace(path.dirname(file), Buffer.byteLength(data), space);
   const tmp = tempName(file);
   const fd = fs.openSync(tmp, 'w', mode);
   try {
@@ -92,8 +110,8 @@ export interface Versioned {
   formatVersion: number;
 }
 
-export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
-  await writeFileAtomic(file, JSON.stringify(value, null, 1) + '\n');
+export async function writeJsonAtomic(file: string, value: unknown, space: SpaceOptions = {}): Promise<void> {
+  await writeFileAtomic(file, JSON.stringify(value, null, 1) + '\n', 0o600, space);
 }
 
 /** Reads a JSON file; `undefined` when it does not exist. Leftover temporary files are removed. */

@@ -57,11 +57,11 @@ export function openDataDir(dataDir: string, version: string, migrations: Record
     if (!m) throw new DataDirError(`no migration from dataDir format ${info.formatVersion}`);
     m(dataDir);
     info = { formatVersion: info.formatVersion + 1, writtenBy: version };
-    writeFileAtomicSync(file, JSON.stringify(info) + '\n');
+    writeFileAtomicSync(file, JSON.stringify(info) + '\n', 0o600, { useReserve: true });
   }
   if (info.writtenBy !== version || !fs.existsSync(file)) {
     info = { formatVersion: current, writtenBy: version };
-    writeFileAtomicSync(file, JSON.stringify(info) + '\n');
+    writeFileAtomicSync(file, JSON.stringify(info) + '\n', 0o600, { useReserve: true });
   }
   return info;
 }

@@ -3,7 +3,7 @@
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeNeeds, changeRefusal, heapWarning, nodeOptionsWords, oldSpaceBound, weigh } from '../../src/config/heap.js';
+import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeRefusal, heapWarning, nodeOptionsWords, oldSpaceBound, servingNeeds, snapshotNeeds, snapshotOf, snapshotRefusal, weigh } from '../../src/config/heap.js';
 import { startDaemon, type Daemon, type TestLike } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { launcherHeapOptions } from '../helpers/launch.mjs';
@@ -91,23 +91,36 @@ t.test('weigh counts the channels, every entry and the long texts of a configura
 const sim = (n: number) => ({ channels: n, entries: 3 * n, text: 0 });
 const modbus = (n: number) => ({ channels: n, entries: 6 * n, text: 0 });
 
-t.test('changeRefusal: a change that makes the configuration heavier past the bound is refused, one that does not never', async (t) => {
+t.test('changeRefusal: a change that would not fit, or that makes the configuration heavier to serve than the bound, is refused', async (t) => {
   const limit = 48 * MB; // the launcher's --max-old-space-size
-  // Where V8 aborted the daemon in the middle of a change before this check (see CHANGE_CHANNEL_BYTES).
-  t.ok(changeRefusal(sim(48_000), sim(40_000), limit), 'simulator channels: 48,000 refused');
-  t.ok(changeRefusal(modbus(28_000), modbus(24_500), limit), 'Modbus channels: 28,000 refused');
+  // Where a rollback to the snapshot of the configuration (the heaviest request) made V8 abort the
+  // daemon under this bound (see REQUEST_BASE_BYTES): 49 MB for 40,000 simulator channels, 55 MB for 30,000 Modbus channels.
+  t.ok(changeRefusal(sim(40_000), sim(20_000), limit), 'simulator channels: 40,000 refused');
+  t.ok(changeRefusal(modbus(30_000), modbus(20_000), limit), 'Modbus channels: 30,000 refused');
   t.ok(changeRefusal({ channels: 1, entries: 100, text: 7 * MB }, sim(0), limit), '7 MB of descriptions refused');
-  t.equal(changeRefusal(sim(32_000), sim(24_000), limit), undefined, 'simulator channels: 32,000 accepted');
-  t.equal(changeRefusal(modbus(17_500), modbus(14_000), limit), undefined, 'Modbus channels: 17,500 accepted');
+  t.equal(changeRefusal(sim(24_000), sim(16_000), limit), undefined, 'simulator channels: 24,000 accepted');
+  t.equal(changeRefusal(modbus(20_000), modbus(10_000), limit), undefined, 'Modbus channels: 20,000 accepted (the documented bound)');
   t.equal(changeRefusal({ channels: 1, entries: 100, text: 3 * MB }, sim(0), limit), undefined, '3 MB of descriptions accepted');
-  t.equal(changeRefusal(modbus(90_000), modbus(90_000), limit), undefined, 'as heavy as what runs now: accepted (a device past the bound can still be changed)');
-  t.equal(changeRefusal(modbus(60_000), modbus(90_000), limit), undefined, 'lighter: accepted');
+  t.equal(changeRefusal(modbus(25_000), modbus(25_000), limit), undefined, 'as heavy as what runs now, and the change fits: accepted (a device past the bound can still be changed)');
+  t.equal(changeRefusal(modbus(20_000), modbus(30_000), limit), undefined, 'lighter: accepted');
+  t.ok(changeRefusal(modbus(45_000), modbus(45_000), limit), 'as heavy as what runs now, but the change itself would not fit: refused (V8 would abort)');
+  t.ok(changeRefusal(modbus(44_000), modbus(46_000), limit), 'lighter, but the change itself would not fit: refused');
   const why = changeRefusal(sim(40_000), sim(0), limit)!;
   t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(120000 entries in all\) would need about (\d+) MB to change and run, 41 MB of the 48 MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+), docs\/installation\.md "Footprint"\)$/);
-  t.equal(Number(/about (\d+) MB/.exec(why)![1]), Math.round(changeNeeds(sim(40_000)) / MB));
+  t.equal(Number(/about (\d+) MB/.exec(why)![1]), Math.round(servingNeeds(sim(40_000)) / MB));
   const suggested = Number(/max-old-space-size=(\d+)/.exec(why)![1]);
   t.equal(changeRefusal(sim(40_000), sim(0), suggested * MB), undefined, 'the suggested bound is enough');
   t.match(changeRefusal({ channels: 0, entries: 10, text: 7.5 * MB }, sim(0), limit), /its 0 channels \(10 entries in all, 7\.5 MB of long texts\)/);
+});
+
+t.test('snapshotRefusal: a snapshot that could not be read whole is refused, with what to do', async (t) => {
+  const limit = 48 * MB;
+  // A Modbus snapshot holds about 172 bytes per channel (3.4 MB for 20,000 channels).
+  t.equal(snapshotRefusal(1, { bytes: 3.4 * MB, channels: 20_000 }, modbus(20_000), true, limit), undefined, 'a rollback to 20,000 Modbus channels');
+  t.equal(snapshotRefusal(1, { bytes: 3.4 * MB, channels: 20_000 }, modbus(20_000), false, limit), undefined, 'snapshots/byId of them');
+  t.ok(snapshotRefusal(1, { bytes: 5.2 * MB, channels: 30_000 }, modbus(20_000), true, limit), 'a rollback to 30,000 Modbus channels (taken under a larger bound)');
+  t.match(snapshotRefusal(7, { bytes: 12 * MB, channels: 70_000 }, modbus(1000), false, limit), /^Snapshot too large for this daemon's heap bound: snapshot 7 \(12\.0 MB, 70000 channels\) would need about \d+ MB to read, 41 MB of the 48 MB bound are usable; raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
+  t.ok(servingNeeds(modbus(20_000)) >= snapshotNeeds(snapshotOf(modbus(20_000)), modbus(20_000), true), 'what a configuration needs to be served covers a rollback to its snapshot');
 });
 
 /** A daemon with an administrator and a simulator driver, under the launcher's heap flags (`dir`: start again there). */
@@ -143,25 +156,26 @@ const simAsset = (pid: string, n: number) => {
 };
 
 t.test('under the launcher\'s heap bound, adding channels past it is refused 413 and the daemon keeps running', async (t) => {
-  // Before this check the fifth request (48,000 channels) made V8 abort the daemon ("JavaScript heap out of memory").
+  // Past the bound a rollback to the snapshot of what was accepted made V8 abort the daemon
+  // ("JavaScript heap out of memory"): 32,000 simulator channels needed 40 MB of the 48.
   const d = await adminDaemon(t);
   const c = basic(d, 'admin', 'admin');
   const call = v2(d);
   const { statuses, message } = await addUntilRefused(call, 7, (k) => simAsset(`a${k}`, 8000));
-  t.same(statuses, [200, 200, 200, 200, 413], '32,000 channels taken, the next 8,000 refused');
-  t.match(message, /^Configuration too large for this daemon's heap bound: its 40000 channels \(\d+ entries in all\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
+  t.same(statuses, [200, 200, 200, 413], '24,000 channels taken, the next 8,000 refused');
+  t.match(message, /^Configuration too large for this daemon's heap bound: its 32000 channels \(\d+ entries in all\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
   t.equal(d.proc.exitCode, null, 'still running');
-  t.same([...(await c.request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a3'], 'the refused asset is not there');
+  t.same([...(await c.request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2'], 'the refused asset is not there');
   const layer = JSON.parse(fs.readFileSync(path.join(d.dataDir, 'config', 'runtime.json'), 'utf8'));
-  t.same(Object.keys(layer.components).sort(), ['a0', 'a1', 'a2', 'a3'], 'nor stored');
+  t.same(Object.keys(layer.components).sort(), ['a0', 'a1', 'a2'], 'nor stored');
   // A change that adds no channel goes through at this size, and so does a deletion.
   t.equal((await call('configurableComponents/configurations/_update', { configs: [{ pid: 'a0', properties: { 'poll.interval': { type: 'INTEGER', value: 0 }, 'c0#+unit': { type: 'STRING', value: 'u' } } }], takeSnapshot: false }, 'PUT')).status, 200, 'a property changed');
-  t.equal((await call('factoryComponents/byPid', { pids: ['a3'], takeSnapshot: false }, 'DELETE')).status, 200, 'an asset deleted');
-  t.equal((await call('factoryComponents', { configs: [simAsset('a4', 8000)], takeSnapshot: false })).status, 200, 'and then 8,000 channels fit again');
+  t.equal((await call('factoryComponents/byPid', { pids: ['a2'], takeSnapshot: false }, 'DELETE')).status, 200, 'an asset deleted');
+  t.equal((await call('factoryComponents', { configs: [simAsset('a3', 8000)], takeSnapshot: false })).status, 200, 'and then 8,000 channels fit again');
   await d.stop();
   // What the change path accepted also starts.
   const again = await adminDaemon(t, path.dirname(d.configFile));
-  t.same([...(await basic(again, 'admin', 'admin').request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2', 'a4']);
+  t.same([...(await basic(again, 'admin', 'admin').request('/services/assets')).json()].sort(), ['a0', 'a1', 'a3']);
   await again.stop();
 });
 

@@ -1,7 +1,7 @@
 // Kura's configuration DTOs for large assets: properties are matched with their definitions by id
 // (a map, not a search per property, which made 10 assets × 1,000 Modbus channels take seconds).
 import t from 'tap';
-import { adsById, configDto, ocdOf, componentsOf, type Ocd } from '../../src/configuration/model.js';
+import { adsById, applyLayer, configDto, flattenAsset, ocdOf, componentsOf, unflattenAsset, ASSET_FACTORY, type Layer, type Ocd, type Raw } from '../../src/configuration/model.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { builtinDrivers } from '../../src/drivers/builtin.js';
 
@@ -24,4 +24,46 @@ t.test('configDto types every channel property of a large asset from its definit
   t.same(dto.properties['c2000#+scale'], { value: '\u00011.5', type: 'DOUBLE' }, 'Java double text, as the definition says DOUBLE');
   t.same(dto.properties['c1#+name'], { value: 'c1', type: 'STRING' });
   t.equal(dto.definition.ad.filter((a: { id: string }) => a.id.startsWith('c2000#')).length > 5, true, 'per-channel definitions listed');
+});
+
+// The layer on top of the image as it was computed through the flat properties of each asset
+// (docs/configuration-v2.md "The two layers"): the lean applyLayer must give the same configuration,
+// key order included.
+function applyThroughFlat(image: Raw, layer: Layer): Raw {
+  const out = structuredClone(image);
+  out.drivers ??= { sim: { factory: 'simulator' } };
+  const map = (k: string): Raw => (out[k] ??= {}) as Raw;
+  for (const pid of layer.deleted) delete map('drivers')[pid], delete map('assets')[pid];
+  for (const [pid, c] of Object.entries(layer.components)) {
+    const kind = map(c.factoryPid === ASSET_FACTORY ? 'assets' : 'drivers');
+    const img = kind[pid] as Raw | undefined;
+    if (!c.pinned && !img) continue;
+    const base: Raw = c.pinned ? {} : c.factoryPid === ASSET_FACTORY ? flattenAsset(img!) : { ...img };
+    delete base.factory;
+    for (const [k, v] of Object.entries(c.props)) if (v === null) delete base[k]; else base[k] = v;
+    kind[pid] = c.factoryPid === ASSET_FACTORY ? unflattenAsset(base) : { factory: c.factoryPid!.slice('org.eclipse.kura.driver.'.length), ...base };
+  }
+  return out;
+}
+
+t.test('applyLayer: the image with the layer on top, as through the flat properties', async (t) => {
+  const A = ASSET_FACTORY;
+  const ch = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`c${i}`, { type: 'read', 'value.type': 'INTEGER', 'memory.address': i + 1, ...(i % 3 === 0 && { scale: 2, unit: 'V' }) }]));
+  const image: Raw = {
+    drivers: { mb: { factory: 'modbus', 'modbus.tcp-udp.ip': '127.0.0.1' }, sim: { factory: 'simulator' } },
+    assets: { first: { 'driver.pid': 'mb', channels: ch(5) }, big: { 'asset.desc': 'x', 'driver.pid': 'mb', 'poll.interval': 10, channels: ch(30) }, last: { 'driver.pid': 'sim', channels: ch(2) } },
+  };
+  const layers: Layer[] = [
+    { formatVersion: 1, components: { big: { factoryPid: A, props: { 'poll.interval': 5000 } } }, deleted: [] },
+    { formatVersion: 1, components: { big: { factoryPid: A, props: { 'c1#+scale': 3, 'c2#+unit': null, 'c3#memory.address': null, 'new#+type': 'write', 'new#+value.type': 'boolean', 'c4#+name': 'x', 'emit.all': true, 'asset.desc': null } } }, deleted: ['last'] },
+    { formatVersion: 1, components: { big: { factoryPid: A, pinned: true, props: { 'driver.pid': 'sim', 'z#+type': 'READ', 'z#+value.type': 'LONG', 'z#+listen': true } }, mb: { factoryPid: 'org.eclipse.kura.driver.modbus', props: { 'modbus.timeout': 5 } } }, deleted: [] },
+    { formatVersion: 1, components: { gone: { factoryPid: A, props: { 'a#+type': 'READ' } }, first: { factoryPid: A, props: { 'c0#+type': null, 'c0#+value.type': null, 'c0#memory.address': null, 'c0#+scale': null, 'c0#+unit': null } } }, deleted: ['mb'] },
+    { formatVersion: 1, components: {}, deleted: ['big', 'first'] },
+  ];
+  for (const [i, layer] of layers.entries()) {
+    const got = applyLayer(image, layer);
+    const want = applyThroughFlat(image, layer);
+    t.equal(JSON.stringify(got), JSON.stringify(want), `layer ${i}: same content and key order`);
+  }
+  t.equal(JSON.stringify(image.assets), JSON.stringify({ first: { 'driver.pid': 'mb', channels: ch(5) }, big: { 'asset.desc': 'x', 'driver.pid': 'mb', 'poll.interval': 10, channels: ch(30) }, last: { 'driver.pid': 'sim', channels: ch(2) } }), 'the image is left as it was');
 });

@@ -205,6 +205,19 @@ async function creator(root: HTMLElement, factoryPid: string): Promise<void> {
   pid.focus();
 }
 
+/**
+ * Channels shown with their fields at once; an asset with more lists them folded, each one's fields
+ * made when it is opened: a browser takes minutes to lay out a form with tens of thousands of
+ * fields (docs/console.md "Views", Configuration). Only the fields shown can change, so only those are sent.
+ */
+const EAGER_CHANNELS = 100;
+
+function folded(ch: string, make: () => HTMLElement): HTMLElement {
+  const box = h('details', { class: 'channel' }, h('summary', null, `Channel ${ch}`));
+  box.addEventListener('toggle', () => box.open && box.childElementCount === 1 && box.append(make()));
+  return box;
+}
+
 async function editor(root: HTMLElement, pid: string): Promise<void> {
   const back = h('p', null, h('a', { href: '#/config' }, '← Configuration'));
   let cfg: Cfg | undefined;
@@ -225,6 +238,8 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
     channels.set(ch, [...(channels.get(ch) ?? []), a]);
   }
   const asset = c.properties['service.factoryPid']?.value === ASSET;
+  const channelFields = (ch: string, list: Ad[]) =>
+    h('fieldset', { class: 'channel' }, h('legend', null, `Channel ${ch}`), list.map((a) => input(a, c.properties[a.id]?.value, fields, a.name?.startsWith(`${ch}#`) ? a.name.slice(ch.length + 1).replace(/^\+/, '') : a.name ?? a.id)));
   const top = h('p', { class: 'error', role: 'alert' });
   const extra: (() => Record<string, Prop>)[] = [];
 
@@ -279,7 +294,7 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
       }
     },
   }, base.map((a) => input(a, c.properties[a.id]?.value, fields)),
-  [...channels].map(([ch, list]) => h('fieldset', { class: 'channel' }, h('legend', null, `Channel ${ch}`), list.map((a) => input(a, c.properties[a.id]?.value, fields, a.name?.startsWith(`${ch}#`) ? a.name.slice(ch.length + 1).replace(/^\+/, '') : a.name ?? a.id)))),
+  [...channels].map(([ch, list]) => (channels.size > EAGER_CHANNELS ? folded(ch, () => channelFields(ch, list)) : channelFields(ch, list))),
   slot, asset ? h('button', { type: 'button', class: 'secondary', onclick: addChannel }, 'Add a channel') : null, top, h('button', { type: 'submit' }, 'Save'));
   replace(root, back, h('h1', null, `${asset ? 'Asset' : 'Component'} ${pid}`), status, asset ? h('p', null, h('a', { href: `#/assets/${encodeURIComponent(pid)}` }, 'Live values of this asset')) : null, form);
 }

@@ -1,0 +1,60 @@
+// The console's configuration form of an asset at the documented channel bound
+// (docs/configuration-v2.md "How large a configuration can grow": 20,000 Modbus channels under the
+// launcher's 48 MB heap bound), in Debian's chromium against the daemon started with the launcher's
+// node flags: the form opens with the channels folded (each one's fields made when it is opened),
+// a property of the asset and one of its last channel are changed and saved, and the daemon keeps running.
+import t from 'tap';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startDaemon, BUNDLE } from '../helpers/daemon.js';
+import { deviceSettings } from '../helpers/launch.mjs';
+import { basic } from '../helpers/session-client.js';
+import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+
+const CHANNELS = Number(process.env.N ?? 20_000);
+
+// A large configuration on a shared machine: minutes rather than tap's default 30 s.
+t.setTimeout(600_000);
+
+t.test(`the configuration form of an asset of ${CHANNELS} Modbus channels`, async (t) => {
+  if (!haveBrowser(t)) return;
+  const channels: Record<string, unknown> = {};
+  for (let i = 0; i < CHANNELS; i++) channels[`ch${i}`] = { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': i + 1 };
+  const device = deviceSettings();
+  const d = await startDaemon(
+    t,
+    {
+      identities: { admin: { password: 'Admin-pass1', permissions: ['kura.admin'], passwordChangeNeeded: false } },
+      // A device that does not answer: the form does not need one, and polls keep failing meanwhile.
+      drivers: { plc: { factory: 'modbus', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': 1 } },
+      assets: { big: { 'driver.pid': 'plc', 'poll.interval': 5000, channels } },
+    },
+    { command: [process.execPath, ...device.flags, BUNDLE], env: device.env },
+  );
+  const browser = await launchBrowser(t);
+  const { page, problems } = await openPage(browser);
+  page.setDefaultTimeout(240_000);
+  await page.goto(`http://127.0.0.1:${d.ports.http[0]}/console/`);
+  await page.getByLabel('User name').fill('admin');
+  await page.getByLabel('Password').fill('Admin-pass1');
+  await page.getByRole('button', { name: 'Log in' }).click();
+  const opened = Date.now();
+  await page.goto(`http://127.0.0.1:${d.ports.http[0]}/console/#/config/edit/big`);
+  await page.getByRole('heading', { name: 'Asset big' }).waitFor();
+  // Queried by CSS: the accessibility tree of a page this size makes role and label queries slow.
+  await page.waitForFunction((n) => document.querySelectorAll('details.channel').length === n, CHANNELS, { polling: 500 });
+  t.pass(`every channel listed, folded (${Date.now() - opened} ms)`);
+  const last = page.locator('details.channel').last();
+  await last.locator('summary').click();
+  const unit = last.locator('label', { hasText: /^unit$/ });
+  await page.locator(`#${await unit.getAttribute('for')}`).fill('kPa');
+  const interval = page.locator('label', { hasText: /^poll\.interval$/ });
+  await page.locator(`#${await interval.getAttribute('for')}`).fill('7000');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('status').filter({ hasText: 'Saved and applied.' }).waitFor();
+  t.equal((await basic(d, 'admin', 'Admin-pass1').request('/services/assets/big/_status')).json().pollInterval, 7000, 'saved and applied');
+  const layer = JSON.parse(fs.readFileSync(path.join(d.dataDir, 'config', 'runtime.json'), 'utf8'));
+  t.same(layer.components.big.props, { [`ch${CHANNELS - 1}#+unit`]: 'kPa', 'poll.interval': 7000 }, 'only what was changed is sent');
+  t.same(problems, [], 'no error in the page');
+  t.equal(d.proc.exitCode, null, 'the daemon is running');
+});
