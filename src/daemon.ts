@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
-import type { Config } from './config/config.js';
+import type { Config } from './configuration/config.js';
 import { DEFAULT_LIMITS, HttpServer } from './http/server.js';
 import { openListeners, readCrl } from './http/listen.js';
 import { refuseCrossSite } from './http/cross-site.js';

@@ -3,10 +3,10 @@
 
 import { createLogger, type Logger } from './log.js';
 import { VERSION } from './version.js';
-import { DEFAULT_CONFIG_FILE, errorsOf } from './config/config.js';
+import { DEFAULT_CONFIG_FILE, errorsOf } from './configuration/config.js';
 import { loadEffective } from './configuration/service.js';
 import { runtimeListenerProblems } from './configuration/listeners.js';
-import { heapBound, heapWarning } from './config/heap.js';
+import { heapBound, heapWarning } from './configuration/heap.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
 import { Daemon } from './daemon.js';

@@ -13,7 +13,7 @@ import busboy from 'busboy';
 import type { HttpServer } from '../http/server.js';
 import { textFamily } from '../http/server.js';
 import { HttpError, storageError, type RequestContext } from '../http/context.js';
-import { isPlainObject } from '../config/schema.js';
+import { isPlainObject } from '../core/schema.js';
 import { spaceMeter } from '../store/reserve.js';
 import { mediaType, readJsonBody } from '../http/body.js';
 import type { Logger } from '../log.js';

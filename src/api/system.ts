@@ -6,11 +6,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { HttpServer } from '../http/server.js';
-import { isPlainObject } from '../config/schema.js';
+import { isPlainObject } from '../core/schema.js';
 import { RequestError } from '../core/errors.js';
 import type { CoreRequest, Family } from '../core/family.js';
 import { redactUrl } from '../deploy/fetch.js';
-import type { Config } from '../config/config.js';
+import type { Config } from '../configuration/config.js';
 import { VERSION } from '../version.js';
 
 export interface SystemDeps {

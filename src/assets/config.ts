@@ -2,9 +2,9 @@
 // generic Kura asset/channel properties here, driver-specific channel properties checked by the
 // driver factory the asset's `driver.pid` names.
 
-import type { Problem } from '../config/schema.js';
+import type { Problem } from '../core/schema.js';
 import type { DriverRegistry } from '../drivers/registry.js';
-import { any, bool, duration, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, unknownKey, warning, type Spec } from '../config/schema.js';
+import { any, bool, duration, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, unknownKey, warning, type Spec } from '../core/schema.js';
 import { CHANNEL_MODES, SPEC, SPEC_OF, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
 
 export interface DriverInstanceConfig {

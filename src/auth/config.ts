@@ -1,7 +1,7 @@
 // The sections the authentication layer owns (docs/configuration.md): `rest` (providers, sessions,
 // throttling), `console` (password rules, login banner) and `identities` (the seed of a new dataDir).
 
-import { arrayOf, bool, duration, mapOf, num, problem, section, str, type Validator } from '../config/schema.js';
+import { arrayOf, bool, duration, mapOf, num, problem, section, str, type Validator } from '../core/schema.js';
 
 /** Identity names: what Kura's identity service accepts. */
 export const IDENTITY_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;

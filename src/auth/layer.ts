@@ -10,7 +10,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { PeerCertificate } from 'node:tls';
-import type { Config } from '../config/config.js';
+import type { Config } from '../configuration/config.js';
 import type { ConsoleConfig, RestConfig } from './config.js';
 import type { Route } from '../http/server.js';
 import { HttpError, addressPrefix, type ListenerInfo, type RequestContext } from '../http/context.js';

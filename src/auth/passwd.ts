@@ -7,7 +7,7 @@
 
 import { createLogger } from '../log.js';
 import { VERSION } from '../version.js';
-import { errorsOf, loadConfigFile } from '../config/config.js';
+import { errorsOf, loadConfigFile } from '../configuration/config.js';
 import { DriverRegistry } from '../drivers/registry.js';
 import { builtinDrivers } from '../drivers/builtin.js';
 import { StringDecoder } from 'node:string_decoder';

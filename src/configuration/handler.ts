@@ -2,7 +2,7 @@
 // (GET PUT POST DEL EXEC, as Kura's request-handler proxy names them), the resource path and the
 // parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
 
-import { isPlainObject as isObj, setOwn } from '../config/schema.js';
+import { isPlainObject as isObj, setOwn } from '../core/schema.js';
 import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, componentOf, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from './model.js';
 import { ConfigError, type ConfigurationService } from './service.js';
 import { AssetSource, configsJson, shownOf, type ShowOptions } from './reply.js';

@@ -5,8 +5,8 @@
 import type { AttributeDef } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import { recorder } from '../drivers/props.js';
-import { isPlainObject as isObj, setOwn, type Spec } from '../config/schema.js';
-import { validateDaemon } from '../config/config.js';
+import { isPlainObject as isObj, setOwn, type Spec } from '../core/schema.js';
+import { validateDaemon } from './config.js';
 import { validateConsole, validateRest } from '../auth/config.js';
 import { validateHttp } from '../http/config.js';
 import { mqttSection } from '../mqtt/config.js';

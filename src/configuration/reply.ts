@@ -6,7 +6,7 @@
 
 import type { AttributeDef } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
-import { isPlainObject as isObj } from '../config/schema.js';
+import { isPlainObject as isObj } from '../core/schema.js';
 import {
   ASSET_FACTORY,
   ASSET_OCD,

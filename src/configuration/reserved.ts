@@ -4,7 +4,7 @@
 // kura.admin, DEPLOY-V2 included), add its own key to the package trust anchors, or open listeners
 // and authentication ways the administrator closed.
 
-import { isPlainObject } from '../config/schema.js';
+import { isPlainObject } from '../core/schema.js';
 import { SINGLETONS, type Layer, type Raw } from './model.js';
 
 /** By configuration file section, the keys reserved to kura.admin. */

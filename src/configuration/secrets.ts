@@ -3,9 +3,9 @@
 // back (or leaves the password out) keeps the stored one; without this rule, a change of the
 // broker's address alone would send the stored password to the new host at the next connect.
 
-import type { Config } from '../config/config.js';
+import type { Config } from './config.js';
 import type { DriverRegistry } from '../drivers/registry.js';
-import { isPlainObject } from '../config/schema.js';
+import { isPlainObject } from '../core/schema.js';
 import { DRIVER_FACTORY, SINGLETONS, factoryOcd, type Raw } from './model.js';
 
 /** The secrets of the configuration file's sections, each with the keys that say where it is sent. */

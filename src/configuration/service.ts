@@ -6,13 +6,13 @@ import path from 'node:path';
 import type { Problem } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import type { Logger } from '../log.js';
-import { errorsOf, readConfigFile, validateConfig, type Config, type LoadResult } from '../config/config.js';
+import { errorsOf, readConfigFile, validateConfig, type Config, type LoadResult } from './config.js';
 import { applyLayer, componentOf, componentRefs, emptyLayer, locate, type Component, type ComponentRef, type Layer, type Raw } from './model.js';
 import { shownOf, snapshotJson } from './reply.js';
 import { ConfigStore } from './store.js';
 import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
-import { changeRefusal, heapBound, snapshotOf, snapshotRefusal, weigh, type Weight } from '../config/heap.js';
+import { changeRefusal, heapBound, snapshotOf, snapshotRefusal, weigh, type Weight } from './heap.js';
 import { checkSpace } from '../store/reserve.js';
 import { isAdmin, reservedChange, reservedRefusal, type ChangeActor } from './reserved.js';
 import { movedSecret, movedSecretMessage, type GivenSecrets } from './secrets.js';
@@ -51,7 +51,7 @@ export class Packed {
 
 export interface Loaded extends LoadResult {
   readonly image: Raw;
-  /** What the configuration in force weighs for a change (src/config/heap.ts). */
+  /** What the configuration in force weighs for a change (src/configuration/heap.ts). */
   readonly weight: Weight;
   /** The runtime layer in force (read again from dataDir/config when it is large: see loaded()). */
   readonly layer: Layer;

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cleanTempFiles, ensurePrivateDir, readJsonFile, writeFileAtomic, writeFileAtomicSync } from '../store/atomic.js';
 import { emptyLayer, type Component, type Layer } from './model.js';
-import type { SnapshotSize } from '../config/heap.js';
+import type { SnapshotSize } from './heap.js';
 
 const LAYER = 'runtime.json';
 /** Why the last start ran the image file's listener settings instead of the runtime layer's. */

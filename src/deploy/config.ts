@@ -3,9 +3,9 @@
 // `queue.max.bytes` (src/deploy/jobs.ts), `trust.anchors` and `unsigned.allowed` (see
 // src/deploy/signature.ts).
 
-import type { Problem } from '../config/schema.js';
+import type { Problem } from '../core/schema.js';
 import fs from 'node:fs';
-import { arrayOf, bool, duration, num, problem, section, str, warning, type Validator } from '../config/schema.js';
+import { arrayOf, bool, duration, num, problem, section, str, warning, type Validator } from '../core/schema.js';
 
 export interface DeployConfig {
   /** Base of the marketplace API: `<base>/node/<id>/api/p` is fetched for `_packageDescriptor`. */

@@ -77,7 +77,7 @@ export interface Driver {
   devices?(): DeviceStatus[];
 }
 
-import type { Problem } from '../config/schema.js';
+import type { Problem } from '../core/schema.js';
 export type { Problem };
 
 export interface DriverContext {

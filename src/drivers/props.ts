@@ -7,7 +7,7 @@
 
 import { SPEC, SPEC_OF, type ChannelConfig } from '../assets/types.js';
 import type { AttributeDef, Problem } from './driver.js';
-import { durationRange, TIME_UNITS, type TimeUnit } from '../config/schema.js';
+import { durationRange, TIME_UNITS, type TimeUnit } from '../core/schema.js';
 import { TIMER_MAX_MS } from '../core/timers.js';
 
 /**

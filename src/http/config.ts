@@ -2,7 +2,7 @@
 // that concern only it.
 
 import fs from 'node:fs';
-import { arrayOf, duration, num, port, problem, section, str, warning, type Problem } from '../config/schema.js';
+import { arrayOf, duration, num, port, problem, section, str, warning, type Problem } from '../core/schema.js';
 
 export interface HttpConfig {
   'http.ports': number[];

@@ -1,9 +1,9 @@
 // The `mqtt` section of the configuration (docs/configuration.md "mqtt").
 
-import type { Problem } from '../config/schema.js';
+import type { Problem } from '../core/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../config/schema.js';
+import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../core/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Daemon } from '../../src/daemon.js';
-import { validateConfig } from '../../src/config/config.js';
+import { validateConfig } from '../../src/configuration/config.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { builtinDrivers } from '../../src/drivers/builtin.js';
 import { silentLogger } from '../../src/log.js';

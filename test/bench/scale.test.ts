@@ -4,7 +4,7 @@ import t from 'tap';
 import { answer, registerValue } from '../../bench/load/modbus-answer.js';
 import { Histogram, pollMisses, scanTelemetry } from '../../bench/lib/telemetry.js';
 import { scaleConfig } from '../../bench/sections/scale.js';
-import { validateConfig } from '../../src/config/config.js';
+import { validateConfig } from '../../src/configuration/config.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { builtinDrivers } from '../../src/drivers/builtin.js';
 import os from 'node:os';

@@ -5,7 +5,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../helpers/daemon.js';
-import { validateConfig, validateDaemon } from '../../src/config/config.js';
+import { validateConfig, validateDaemon } from '../../src/configuration/config.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { builtinDrivers } from '../../src/drivers/builtin.js';
 

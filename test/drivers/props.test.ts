@@ -6,7 +6,7 @@ import { validateAssets, validateDrivers } from '../../src/assets/config.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { builtinDrivers } from '../../src/drivers/builtin.js';
 import type { ChannelConfig } from '../../src/assets/types.js';
-import type { Problem } from '../../src/config/schema.js';
+import type { Problem } from '../../src/core/schema.js';
 
 function channels(): ChannelConfig[] {
   const registry = new DriverRegistry(builtinDrivers());

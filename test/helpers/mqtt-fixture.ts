@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AssetRuntime, DriverPool } from '../../src/assets/service.js';
 import type { AssetConfig, ChannelConfig, ChannelMode, ValueType } from '../../src/assets/types.js';
-import type { DriverInstanceConfig } from '../../src/config/config.js';
+import type { DriverInstanceConfig } from '../../src/configuration/config.js';
 import type { ChannelResult, DriverFactory } from '../../src/drivers/driver.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { simulatorFactory } from '../../src/drivers/simulator/index.js';

@@ -13,7 +13,7 @@ import { validateConsole, validateIdentities, validateRest, type ConsoleConfig, 
 import { checkHttp, validateHttp, type HttpConfig } from '../http/config.js';
 import { validateMqttSection, type MqttConfig } from '../mqtt/config.js';
 import { validateDeploySection, type DeployConfig } from '../deploy/config.js';
-import { isPlainObject, kind, num, oneOf, problem, section, str, unknownKey, warning, type Problem, type Validator } from './schema.js';
+import { isPlainObject, kind, num, oneOf, problem, section, str, unknownKey, warning, type Problem, type Validator } from '../core/schema.js';
 
 export type { ConsoleConfig, DriverInstanceConfig, HttpConfig, IdentitySeed, Problem, RestConfig };
 

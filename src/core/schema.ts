@@ -2,7 +2,7 @@
 // unknown keys are errors (docs/configuration.md: typos must not be silently ignored), absent keys
 // take defaults.
 
-import { TIMER_MAX_MS } from '../core/timers.js';
+import { TIMER_MAX_MS } from './timers.js';
 
 /** A configuration problem: the key path (e.g. `drivers.plc.modbus.timeout`) and what is wrong. */
 export interface Problem {

@@ -5,7 +5,7 @@
 // arrives by are tested against the daemon in test/configuration/time-limits.test.ts.
 import t from 'tap';
 import { configKeys, maxMs, TIME_NAME, timeKeys } from '../helpers/config-keys.js';
-import { duration, section, type Problem } from '../../src/config/schema.js';
+import { duration, section, type Problem } from '../../src/core/schema.js';
 import { PropReader } from '../../src/drivers/props.js';
 import { hopTimer, TIMER_MAX_MS, timerDelay } from '../../src/core/timers.js';
 

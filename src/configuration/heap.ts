@@ -3,7 +3,7 @@
 // aborts with "JavaScript heap out of memory" and the supervisor restarts the daemon in a loop, so
 // the log says beforehand what to change.
 
-import { isPlainObject } from './schema.js';
+import { isPlainObject } from '../core/schema.js';
 import { lazyBuiltin } from '../core/builtin.js';
 
 const v8 = lazyBuiltin<typeof import('node:v8')>('node:v8');

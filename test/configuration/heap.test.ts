@@ -3,7 +3,7 @@
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeRefusal, heapWarning, nodeOptionsWords, oldSpaceBound, servingNeeds, snapshotNeeds, snapshotOf, snapshotRefusal, weigh } from '../../src/config/heap.js';
+import { BASE_HEAP_BYTES, CHANNEL_HEAP_BYTES, changeRefusal, heapWarning, nodeOptionsWords, oldSpaceBound, servingNeeds, snapshotNeeds, snapshotOf, snapshotRefusal, weigh } from '../../src/configuration/heap.js';
 import { startDaemon, type Daemon, type TestLike } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { launcherHeapOptions } from '../helpers/launch.mjs';
