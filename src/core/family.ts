@@ -45,7 +45,7 @@
 // connection's `requester.permissions` (default `kura.admin`: Kura trusts the broker's ACL), checked
 // against the family's role as REST checks an identity's (`permits`), and `req.identity` carries them.
 
-import { Router } from '../http/router.js';
+import { Router } from './router.js';
 import type { ErrorStyle } from './errors.js';
 
 /** Kura's request methods (the MQTT topic level; REST maps DEL → DELETE and EXEC → POST). */

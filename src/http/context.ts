@@ -2,7 +2,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket, PeerCertificate } from 'node:tls';
-import { NO_PARAMS, bareObject, type Params } from './router.js';
+import { NO_PARAMS, bareObject, type Params } from '../core/router.js';
 import { RequestError } from '../core/errors.js';
 import type { Outbox } from './outbox.js';
 

@@ -10,7 +10,7 @@ import type https from 'node:https';
 import { lazyBuiltin } from '../core/builtin.js';
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.js';
-import { Router, decodePath } from './router.js';
+import { Router, decodePath } from '../core/router.js';
 import { RequestError } from '../core/errors.js';
 import { BodyGate } from './body.js';
 import { Outbox } from './outbox.js';

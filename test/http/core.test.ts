@@ -9,7 +9,7 @@ import https from 'node:https';
 import { HttpServer, jsonFamily, textFamily, DEFAULT_LIMITS } from '../../src/http/server.js';
 import { HttpError } from '../../src/http/context.js';
 import { readJson } from '../../src/http/body.js';
-import { Router } from '../../src/http/router.js';
+import { Router } from '../../src/core/router.js';
 import { createLogger } from '../../src/log.js';
 import { makePki, haveOpenssl } from '../helpers/certs.js';
 import { request } from '../helpers/daemon.js';
