@@ -6,8 +6,9 @@
 import { LimitError, RequestError } from '../core/errors.js';
 import { rawJson, type CoreRequest, type Family } from '../core/family.js';
 import { MAX_CHANNELS_PER_REQUEST, tooManyChannels } from '../core/limits.js';
-import { AssetNotFoundError, VALUE_TYPES, type AssetService, type ChannelRecord, type TypedValue, type ValueType } from '../assets/types.js';
-import { clip, parseValueText } from '../assets/values.js';
+import { VALUE_TYPES, type ChannelRecord, type TypedValue, type ValueType } from '../channels/types.js';
+import { AssetNotFoundError, type AssetService } from '../assets/types.js';
+import { clip, parseValueText } from '../channels/values.js';
 import { RecordJsonCache, channelJson, recordJson } from '../assets/records.js';
 import { JsonNumber, isJsonObject, type ExactJson } from '../core/json.js';
 

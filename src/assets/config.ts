@@ -5,7 +5,8 @@
 import type { Problem } from '../core/schema.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import { any, bool, duration, isPlainObject, kind, mapOf, num, oneOf, problem, setOwn, str, join, unknownKey, warning, type Spec } from '../core/schema.js';
-import { CHANNEL_MODES, SPEC, SPEC_OF, VALUE_TYPES, type AssetConfig, type ChannelConfig } from './types.js';
+import { CHANNEL_MODES, SPEC, SPEC_OF, VALUE_TYPES, type ChannelConfig } from '../channels/types.js';
+import { type AssetConfig } from './types.js';
 
 export interface DriverInstanceConfig {
   id: string;

@@ -4,9 +4,9 @@
 // ASSET-V1 entry: success {"name","timestamp","value":"<text>","type"[,"unit"]}, failure
 // {"name","timestamp","error"}.
 
-import type { ChannelConfig, ChannelRecord, TypedValue, ValueType } from './types.js';
+import type { ChannelConfig, ChannelRecord, TypedValue, ValueType } from '../channels/types.js';
 import { DRIVER_NOT_ATTACHED } from './service.js';
-import { javaDoubleText, valueText, valueToJson } from './values.js';
+import { javaDoubleText, valueText, valueToJson } from '../channels/values.js';
 export interface ChannelEntry {
   name: string;
   timestamp: number;

@@ -5,11 +5,10 @@ import type { DriverInstanceConfig } from './config.js';
 import { DRIVER_NOT_ATTACHED, type Driver, type ChannelResult, type DeviceStatus } from '../drivers/driver.js';
 import { SharedLines } from '../drivers/lines.js';
 import type { DriverRegistry } from '../drivers/registry.js';
-import {
-  AssetNotFoundError, type AssetConfig, type AssetService, type ChannelConfig, type ChannelRecord, type TypedValue, type ValueType,
-} from './types.js';
-import { applyScaleOffset } from './scaling.js';
-import { convertValue } from './values.js';
+import { type ChannelConfig, type ChannelRecord, type TypedValue, type ValueType } from '../channels/types.js';
+import { AssetNotFoundError, type AssetConfig, type AssetService } from './types.js';
+import { applyScaleOffset } from '../channels/scaling.js';
+import { convertValue } from '../channels/values.js';
 import { isThenable } from '../core/thenable.js';
 import { monotonicNow } from '../core/clock.js';
 import { TIMER_MAX_MS, timerDelay } from '../core/timers.js';

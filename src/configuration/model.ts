@@ -12,7 +12,7 @@ import { validateHttp } from '../http/config.js';
 import { mqttSection } from '../mqtt/config.js';
 import { deploySection } from '../deploy/config.js';
 import { ASSET_TIMES } from '../assets/config.js';
-import { javaDoubleText } from '../assets/values.js';
+import { javaDoubleText } from '../channels/values.js';
 
 export type Raw = Record<string, unknown>;
 export type Props = Record<string, unknown>;

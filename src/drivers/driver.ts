@@ -44,7 +44,7 @@
 // (keys, parsing and validation), driver.ts (the Driver), then its protocol or back-end files.
 
 import type { Logger } from '../log.js';
-import type { ChannelConfig, ChannelMode, TypedValue, ValueType } from '../assets/types.js';
+import type { ChannelConfig, ChannelMode, TypedValue, ValueType } from '../channels/types.js';
 import type { SharedLines } from './lines.js';
 
 export type ChannelResult = { ok: true; value: TypedValue; timestamp?: number } | { ok: false; error: string };

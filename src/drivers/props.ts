@@ -5,7 +5,7 @@
 // the configuration check accepts is exactly what the driver runs with. Readers never throw, whatever
 // the input: a bad value is reported and replaced by the key's default.
 
-import { SPEC, SPEC_OF, type ChannelConfig } from '../assets/types.js';
+import { SPEC, SPEC_OF, type ChannelConfig } from '../channels/types.js';
 import type { AttributeDef, Problem } from './driver.js';
 import { durationRange, TIME_UNITS, type TimeUnit } from '../core/schema.js';
 import { TIMER_MAX_MS } from '../core/timers.js';

@@ -18,7 +18,7 @@
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
 import fs from 'node:fs';
-import type { ChannelRecord } from '../assets/types.js';
+import type { ChannelRecord } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { MqttApplications, RequesterPolicy } from './applications.js';
 import { Envelope, type Reply } from './envelope.js';

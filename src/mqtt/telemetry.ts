@@ -7,13 +7,14 @@
 // The deadband is measured against the last *published* value, so a slow drift is still reported
 // once it adds up to the deadband.
 
-import type { AssetConfig, AssetService, ChannelRecord, TypedValue, ValueType } from '../assets/types.js';
+import type { ChannelRecord, TypedValue, ValueType } from '../channels/types.js';
+import type { AssetConfig, AssetService } from '../assets/types.js';
 import type { Logger } from '../log.js';
 import { kuraErrorText } from '../assets/records.js';
 import type { PayloadEncoding } from './config.js';
 import { Writer, gzipIfShorter, writeMetricValue, type KuraMetric, type KuraPayload, type MetricType } from './kura-payload.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
-import { numericOf, valueText } from '../assets/values.js';
+import { numericOf, valueText } from '../channels/values.js';
 
 /**
  * What was last published of a channel: an INTEGER value as the number itself, any other value as

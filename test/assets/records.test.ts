@@ -3,7 +3,7 @@
 // and for failures and refused channels (never cached).
 import t from 'tap';
 import { RecordJsonCache, recordJson } from '../../src/assets/records.js';
-import type { ChannelRecord } from '../../src/assets/types.js';
+import type { ChannelRecord } from '../../src/channels/types.js';
 
 t.test('RecordJsonCache writes what recordJson writes', async (t) => {
   const records: ChannelRecord[] = [

@@ -4,7 +4,7 @@
 // values of another type than the channel's. Used through the real daemon by
 // test/assets/write-conversion.test.ts and as a table of the parse by test/mqtt/asset-v1-values.test.ts.
 
-import type { ValueType } from '../../src/assets/types.js';
+import type { ValueType } from '../../src/channels/types.js';
 
 /** The test asset's channels (simulator `memory`), by name. */
 export const CHANNELS = { flag: 'BOOLEAN', n: 'INTEGER', l: 'LONG', f: 'FLOAT', x: 'DOUBLE', s: 'STRING', b: 'BYTE_ARRAY' } as const satisfies Record<string, ValueType>;

@@ -2,7 +2,7 @@
 // of src/drivers/driver.ts: the simulator passes it, and each mutant below (the simulator with one
 // deviation) fails it. Run with a Recorder, so the mutants' failures are collected, not reported.
 import t from 'tap';
-import type { ChannelConfig } from '../../src/assets/types.js';
+import type { ChannelConfig } from '../../src/channels/types.js';
 import type { ChannelResult, Driver, DriverFactory, WriteRequest } from '../../src/drivers/driver.js';
 import { simulatorFactory } from '../../src/drivers/simulator/index.js';
 import { channel, Recorder, runDriverConformance, type ConformanceOptions } from '../helpers/driver-conformance.js';

@@ -9,7 +9,7 @@ import { channel, runDriverConformance, show } from '../helpers/driver-conforman
 import { silentLogger } from '../../src/log.js';
 import { SharedLines } from '../../src/drivers/lines.js';
 import type { ChannelResult } from '../../src/drivers/driver.js';
-import type { TypedValue } from '../../src/assets/types.js';
+import type { TypedValue } from '../../src/channels/types.js';
 
 /** A tree shaped like /sys/class/gpio with the given exported lines. */
 function sysfsTree(t: { teardown(fn: () => void): void }, lines: Record<number, { direction: string; value: string }>): string {

@@ -2,7 +2,7 @@
 // value) tables, channel property validation (key paths), and request coalescing.
 
 import t from 'tap';
-import type { TypedValue, ValueType } from '../../src/assets/types.js';
+import type { TypedValue, ValueType } from '../../src/channels/types.js';
 import { decodeRegisters, decoderFor, encodeRegisters, type DataOrder, type DataType } from '../../src/drivers/modbus/datatypes.js';
 import { modbusFactory } from '../../src/drivers/modbus/index.js';
 import { parseChannel } from '../../src/drivers/modbus/config.js';

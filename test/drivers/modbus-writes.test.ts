@@ -5,7 +5,7 @@
 
 import t, { type Test } from 'tap';
 import os from 'node:os';
-import type { TypedValue, ValueType } from '../../src/assets/types.js';
+import type { TypedValue, ValueType } from '../../src/channels/types.js';
 import { modbusFactory, type ModbusDriver } from '../../src/drivers/modbus/index.js';
 import { SharedLines } from '../../src/drivers/lines.js';
 import { silentLogger } from '../../src/log.js';

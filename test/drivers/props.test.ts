@@ -5,7 +5,7 @@ import { channelSpecs, PropReader, SpecError } from '../../src/drivers/props.js'
 import { validateAssets, validateDrivers } from '../../src/assets/config.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { builtinDrivers } from '../../src/drivers/builtin.js';
-import type { ChannelConfig } from '../../src/assets/types.js';
+import type { ChannelConfig } from '../../src/channels/types.js';
 import type { Problem } from '../../src/core/schema.js';
 
 function channels(): ChannelConfig[] {

@@ -34,7 +34,7 @@
 import os from 'node:os';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ChannelConfig, ChannelMode, TypedValue, ValueType } from '../../src/assets/types.js';
+import type { ChannelConfig, ChannelMode, TypedValue, ValueType } from '../../src/channels/types.js';
 import { DRIVER_NOT_ATTACHED, type ChannelResult, type Driver, type DriverFactory, type Problem } from '../../src/drivers/driver.js';
 import { SharedLines } from '../../src/drivers/lines.js';
 import { silentLogger } from '../../src/log.js';

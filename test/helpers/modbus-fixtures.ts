@@ -2,7 +2,7 @@
 // channels) with the register contents written independently of the driver's codec, from the
 // byte orders docs/drivers.md states (`data.order`).
 
-import type { ChannelConfig, TypedValue, ValueType } from '../../src/assets/types.js';
+import type { ChannelConfig, TypedValue, ValueType } from '../../src/channels/types.js';
 import { channel } from './driver-conformance.js';
 
 export type Order = 'BIG_ENDIAN' | 'LITTLE_ENDIAN' | 'BIG_ENDIAN_BYTE_SWAP' | 'LITTLE_ENDIAN_BYTE_SWAP';

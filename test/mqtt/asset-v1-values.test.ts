@@ -3,8 +3,8 @@
 
 import t from 'tap';
 import { javaDoubleText, javaFloatText, parseValueText, parseValueType, valueText } from '../../src/mqtt/asset-v1/value-text.js';
-import type { TypedValue, ValueType } from '../../src/assets/types.js';
-import { convertValue } from '../../src/assets/values.js';
+import type { TypedValue, ValueType } from '../../src/channels/types.js';
+import { convertValue } from '../../src/channels/values.js';
 import { CHANNELS, WRITE_CASES } from '../assets/write-cases.js';
 
 t.test('Double.toString', async (t) => {

@@ -4,7 +4,8 @@
 
 import t from 'tap';
 import fs from 'node:fs';
-import type { AssetConfig, AssetService, ChannelRecord, TypedValue } from '../../src/assets/types.js';
+import type { ChannelRecord, TypedValue } from '../../src/channels/types.js';
+import type { AssetConfig, AssetService } from '../../src/assets/types.js';
 import { MetricNames, Telemetry, encodeTelemetry, valueMetric } from '../../src/mqtt/telemetry.js';
 import { decodeKuraPayload, encodeKuraPayload, type KuraMetric } from '../../src/mqtt/kura-payload.js';
 import { silentLogger } from '../../src/log.js';

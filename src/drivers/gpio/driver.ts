@@ -2,7 +2,7 @@
 // `gpio.backend` chardev), with Kura's conversions between a level and every value type and Kura's
 // failure messages.
 
-import type { ChannelConfig, TypedValue, ValueType } from '../../assets/types.js';
+import type { ChannelConfig, TypedValue, ValueType } from '../../channels/types.js';
 import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
 import { channelSpecs, SpecError, type ChannelSpec } from '../props.js';
 import { parseChannel, type GpioChannelSpec, type GpioInstanceConfig } from './config.js';

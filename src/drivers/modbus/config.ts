@@ -2,7 +2,7 @@
 // validation with key paths, and parsing into plain specs. Enum values are accepted in any case,
 // as Kura's driver does for `primary.table`.
 
-import type { ChannelMode, ValueType } from '../../assets/types.js';
+import type { ChannelMode, ValueType } from '../../channels/types.js';
 import { PropReader, channelName, type Parsed } from '../props.js';
 import { MAX_READ_REGISTERS, TABLES, isBitTable, type Table } from './constants.js';
 import { ALLOWED_DATA_TYPES, DATA_ORDERS, DATA_TYPES, registerCount, type DataOrder, type DataType } from './datatypes.js';

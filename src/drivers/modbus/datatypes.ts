@@ -1,7 +1,7 @@
 // Register data types and word/byte orders (docs/drivers.md "modbus", "Channel properties"),
-// mapped to and from the channel's value type (src/assets/types.ts TypedValue).
+// mapped to and from the channel's value type (src/channels/types.ts TypedValue).
 
-import type { TypedValue, ValueType } from '../../assets/types.js';
+import type { TypedValue, ValueType } from '../../channels/types.js';
 
 export const DATA_TYPES = ['INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64', 'FLOAT32', 'FLOAT64', 'STRING'] as const;
 export type DataType = (typeof DATA_TYPES)[number];

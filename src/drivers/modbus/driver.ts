@@ -2,8 +2,8 @@
 // coalesced into one FC16 / FC15, every problem reported on the channel it concerns (driver.ts
 // contract: never throw per channel).
 
-import type { ChannelConfig } from '../../assets/types.js';
-import { removeScaleOffset } from '../../assets/scaling.js';
+import type { ChannelConfig } from '../../channels/types.js';
+import { removeScaleOffset } from '../../channels/scaling.js';
 import { closedResults, type ChannelResult, type DeviceStatus, type Driver, type WriteRequest } from '../driver.js';
 import { channelSpecs, SpecError, type ChannelSpec } from '../props.js';
 import type { ModbusClient, RequestOptions } from './client.js';

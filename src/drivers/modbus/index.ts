@@ -7,7 +7,7 @@
 // The driver returned also has `stats()` (ModbusDriver) for the benchmark and diagnostics.
 
 import path from 'node:path';
-import type { ChannelMode, ValueType } from '../../assets/types.js';
+import type { ChannelMode, ValueType } from '../../channels/types.js';
 import type { DriverContext, DriverFactory, Problem } from '../driver.js';
 import { ModbusClient } from './client.js';
 import { CHANNEL_KEYS, INSTANCE_KEYS, parseChannel, parseInstance } from './config.js';

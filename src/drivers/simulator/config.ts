@@ -2,8 +2,8 @@
 // `initial`), counter, sine, random, or memory (the default: holds the last written value);
 // extension `delay` (ms a batch containing the channel takes). No instance properties.
 
-import type { TypedValue, ValueType } from '../../assets/types.js';
-import { fromJsonValue, zeroValue } from '../../assets/values.js';
+import type { TypedValue, ValueType } from '../../channels/types.js';
+import { fromJsonValue, zeroValue } from '../../channels/values.js';
 import { PropReader, type Parsed } from '../props.js';
 
 export const INSTANCE_KEYS = [] as const;

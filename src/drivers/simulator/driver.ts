@@ -4,8 +4,8 @@
 // One call = one "transaction": a `counter` channel advances once per call, so callers can see
 // that concurrent reads were shared; a batch waits for its slowest `delay`, once.
 
-import type { ChannelConfig, TypedValue } from '../../assets/types.js';
-import { fromNumber } from '../../assets/values.js';
+import type { ChannelConfig, TypedValue } from '../../channels/types.js';
+import { fromNumber } from '../../channels/values.js';
 import { closedResults, type ChannelResult, type Driver, type WriteRequest } from '../driver.js';
 import { channelSpecs, SpecError } from '../props.js';
 import { parseChannel, type SimulatorChannelSpec } from './config.js';

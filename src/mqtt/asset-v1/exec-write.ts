@@ -6,12 +6,13 @@
 // alone. A written channel's entry reports what was written, in Java's text of the value (Kura
 // formats the parsed TypedValue the same way), so REST and ASSET-V1 report the same write alike.
 
-import { AssetNotFoundError, type AssetService, type TypedValue } from '../../assets/types.js';
+import { type TypedValue } from '../../channels/types.js';
+import { AssetNotFoundError, type AssetService } from '../../assets/types.js';
 import { RequestError } from '../../core/errors.js';
 import { errorEntry, kuraErrorText, stamp, type ChannelEntry } from '../../assets/records.js';
 import type { AssetResult } from './exec-read.js';
 import { parseValueText, parseValueType } from './value-text.js';
-import { valueText } from '../../assets/values.js';
+import { valueText } from '../../channels/values.js';
 import { checkChannels, checkElements, isObject } from './limits.js';
 
 export interface WriteItem {

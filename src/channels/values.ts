@@ -1,6 +1,6 @@
 // Value conversions of the channel model (Kura's TypedValue semantics; docs/rest-api.md "assets").
 //
-// Representation (assets/types.ts): LONG is a bigint end to end, so 64-bit values never round
+// Representation (types.ts): LONG is a bigint end to end, so 64-bit values never round
 // through a double; FLOAT is a number already rounded to float32; BYTE_ARRAY is a Buffer.
 
 import type { TypedValue, ValueType } from './types.js';

@@ -4,9 +4,9 @@ import t from 'tap';
 import { JsonNumber, parseExactJson } from '../../src/core/json.js';
 import {
   convertValue, fromJsonValue, javaDoubleText, javaFloatText, parseValueText, valueText, valueToJson,
-} from '../../src/assets/values.js';
-import { applyScaleOffset } from '../../src/assets/scaling.js';
-import type { TypedValue, ValueType } from '../../src/assets/types.js';
+} from '../../src/channels/values.js';
+import { applyScaleOffset } from '../../src/channels/scaling.js';
+import type { TypedValue, ValueType } from '../../src/channels/types.js';
 
 const show = (v: TypedValue | string): string => {
   if (typeof v === 'string') return `error: ${v}`;
