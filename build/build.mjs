@@ -26,7 +26,7 @@ const LIMIT = BUNDLE_LIMIT;
 const NODE_CHECK = "if(+process.versions.node.split('.')[0]<18){process.stderr.write('gatewayd: needs Node.js 18 or newer; this is Node.js '+process.version+' ('+process.execPath+'). Install a newer nodejs: docs/installation.md\\n');process.exit(2)}";
 
 const result = await build({
-  entryPoints: [path.join(root, 'src', 'main.ts')],
+  entryPoints: [path.join(root, 'src', 'cli', 'main.ts')],
   outfile,
   bundle: true,
   platform: 'node',

@@ -39,6 +39,19 @@ export interface IdentitySeed {
   passwordChangeNeeded: boolean;
 }
 
+/**
+ * What the authentication layer is configured with (src/auth/layer.ts): its own sections, the
+ * dataDir its identity store lives in and, for log lines, the file they came from. The whole
+ * configuration fits it; the layer needs nothing else of it.
+ */
+export interface AuthSections {
+  dataDir: string;
+  rest: RestConfig;
+  console: ConsoleConfig;
+  identities: Record<string, IdentitySeed>;
+  file?: string;
+}
+
 const ports = arrayOf(num({ int: true, min: 0, max: 65535 }), { unique: true });
 
 export const validateRest = section<RestConfig>({

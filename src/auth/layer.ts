@@ -10,8 +10,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { PeerCertificate } from 'node:tls';
-import type { Config } from '../configuration/config.js';
-import type { ConsoleConfig, RestConfig } from './config.js';
+import type { AuthSections, ConsoleConfig, RestConfig } from './config.js';
 import type { Route } from '../http/server.js';
 import { HttpError, addressPrefix, type ListenerInfo, type RequestContext } from '../http/context.js';
 import type { Logger } from '../log.js';
@@ -112,7 +111,7 @@ export class AuthLayer {
   private readonly builtins: { certificate: AuthProvider; basic: AuthProvider; session: AuthProvider };
 
   private constructor(
-    config: Config,
+    config: AuthSections,
     readonly identities: IdentityStore,
     readonly log: Logger,
   ) {
@@ -143,7 +142,7 @@ export class AuthLayer {
    * Opens the identity store (seeding it on first start, in the background: `ready`). The daemon
    * mounts the stages and awaits `ready` before its listeners accept.
    */
-  static open(config: Config, log: Logger): AuthLayer {
+  static open(config: AuthSections, log: Logger): AuthLayer {
     const identities = IdentityStore.begin(config.dataDir, config.identities, log);
     const layer = new AuthLayer(config, identities, log);
     layer.ready = identities.ready.then(() => identities.warnIfNoAdminPassword());
@@ -171,7 +170,7 @@ export class AuthLayer {
   }
 
   /** rest and console sections on SIGHUP; sessions are kept (docs/configuration.md "Reloading"). */
-  async reconfigure(config: Config): Promise<void> {
+  async reconfigure(config: AuthSections): Promise<void> {
     if (JSON.stringify(config.identities) !== this.seeds) {
       // The section only seeds an empty dataDir (docs/configuration.md): say so rather than ignore an edit silently.
       this.log.warn('identities in the configuration only seed a new dataDir: use the identity API or gatewayd passwd', { file: config.file });

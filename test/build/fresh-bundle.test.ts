@@ -18,7 +18,7 @@ function tree(t: { teardown(fn: () => unknown): void }): { root: string; bundle:
     const at = Date.now() / 1000 - ageS;
     fs.utimesSync(f, at, at);
   };
-  for (const rel of ['src/main.ts', 'src/http/server.ts', 'console/src/main.ts', 'build/build.mjs', 'package.json']) touch(rel, 100);
+  for (const rel of ['src/cli/main.ts', 'src/http/server.ts', 'console/src/main.ts', 'build/build.mjs', 'package.json']) touch(rel, 100);
   touch('dist/gatewayd.js', 50);
   return { root, bundle: path.join(root, 'dist', 'gatewayd.js'), touch };
 }
@@ -44,7 +44,7 @@ t.test('a stale bundle is rebuilt before use, once, and a fresh one is left alon
   const build = [process.execPath, '-e', `const fs=require('fs');fs.appendFileSync(${JSON.stringify(marker)},'b');fs.writeFileSync(${JSON.stringify(bundle)},'built')`];
   t.equal(ensureFreshBundle({ root, build }), false, 'fresh: no build');
   t.notOk(fs.existsSync(marker));
-  touch('src/main.ts', 1);
+  touch('src/cli/main.ts', 1);
   t.equal(ensureFreshBundle({ root, build }), true, 'stale: built');
   t.equal(fs.readFileSync(marker, 'utf8'), 'b');
   t.equal(fs.readFileSync(bundle, 'utf8'), 'built');
@@ -54,7 +54,7 @@ t.test('a stale bundle is rebuilt before use, once, and a fresh one is left alon
 
 t.test('a failing build is an error, not a silent run of the old bundle', async (t) => {
   const { root, touch } = tree(t);
-  touch('src/main.ts', 1);
+  touch('src/cli/main.ts', 1);
   t.throws(() => ensureFreshBundle({ root, build: [process.execPath, '-e', 'process.exit(3)'] }), /bundle build failed.*exit 3/);
   t.notOk(fs.existsSync(path.join(root, 'dist', '.build-lock')), 'the lock is released after a failure');
 });

@@ -92,7 +92,7 @@ t.test('Buildroot copies only the image files into its build folder (no node_mod
   put('data/tls/selfsigned-key.pem', '-----BEGIN PRIVATE KEY-----\n');
   put('data/identities.json', '{"identities":[{"passwordHash":"$scrypt$"}]}');
   put('node_modules/mqtt-packet/package.json', '{}');
-  put('src/main.ts', '');
+  put('src/cli/main.ts', '');
   put('.git/HEAD', 'ref: refs/heads/main\n');
   // Buildroot's own command for a local package (package/pkg-generic.mk, .stamp_rsynced).
   const build = path.join(dir, 'build');

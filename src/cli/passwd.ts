@@ -12,8 +12,8 @@ import { DriverRegistry } from '../drivers/registry.js';
 import { builtinDrivers } from '../drivers/builtin.js';
 import { StringDecoder } from 'node:string_decoder';
 import { actAsDataDirOwner, openDataDir } from '../store/datadir.js';
-import { IdentityError, IdentityStore } from './identity-store.js';
-import { passwordFailures, requirementsOf } from './password-policy.js';
+import { IdentityError, IdentityStore } from '../auth/identity-store.js';
+import { passwordFailures, requirementsOf } from '../auth/password-policy.js';
 
 /** The first line of standard input (without its line ending). */
 async function readLine(): Promise<string> {

@@ -1,17 +1,17 @@
 // The command line (docs/installation.md "The program"): run (default), check-config, passwd,
 // --version.
 
-import { createLogger, type Logger } from './log.js';
-import { VERSION } from './version.js';
-import { DEFAULT_CONFIG_FILE, errorsOf } from './configuration/config.js';
-import { loadEffective } from './configuration/service.js';
-import { runtimeListenerProblems } from './configuration/listeners.js';
-import { heapBound, heapWarning } from './configuration/heap.js';
-import { DriverRegistry } from './drivers/registry.js';
-import { builtinDrivers } from './drivers/builtin.js';
-import { Daemon } from './daemon.js';
-import { DataDirError } from './store/datadir.js';
-import { runPasswd } from './auth/passwd.js';
+import { createLogger, type Logger } from '../log.js';
+import { VERSION } from '../version.js';
+import { DEFAULT_CONFIG_FILE, errorsOf } from '../configuration/config.js';
+import { loadEffective } from '../configuration/service.js';
+import { runtimeListenerProblems } from '../configuration/listeners.js';
+import { heapBound, heapWarning } from '../configuration/heap.js';
+import { DriverRegistry } from '../drivers/registry.js';
+import { builtinDrivers } from '../drivers/builtin.js';
+import { Daemon } from '../daemon.js';
+import { DataDirError } from '../store/datadir.js';
+import { runPasswd } from './passwd.js';
 
 interface Args {
   command: 'run' | 'check-config' | 'passwd' | 'config' | 'version' | 'help';
