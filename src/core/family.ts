@@ -36,8 +36,8 @@
 // ## Mounting
 //
 // In src/daemon.ts `this.mount(family)` does both, from the family's `rest` and `appId`:
-//     mountRest(http, family, { permissionsOf })                // src/core/rest.ts, before listen()
-//     applications.register(familyApplication(family, log))    // src/core/mqtt.ts, at any time
+//     mountRest(http, family, { permissionsOf })                // src/http/rest-family.ts, before listen()
+//     applications.register(familyApplication(family, log))    // src/mqtt/family-application.ts, at any time
 //
 // `applications` is the daemon's MqttApplications (src/mqtt/applications.ts): the set of MQTT
 // application ids present (`ids()`, `onChange()`, for BIRTH's `application_ids`); `register` and

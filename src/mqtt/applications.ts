@@ -3,7 +3,7 @@
 // hands every request here; BIRTH's `application_ids` is `ids()`, re-published on `onChange`.
 // Applications may be registered and unregistered at run time (a package adding a handler).
 //
-// A request-core family becomes an application with `familyApplication` (src/core/mqtt.ts); an
+// A request-core family becomes an application with `familyApplication` (src/mqtt/family-application.ts); an
 // application may also implement `MqttApplication` directly (e.g. to read request metrics).
 //
 // Who may ask what is decided here, once for every application (docs/mqtt.md "Who may send

@@ -20,7 +20,7 @@ import { MqttApplications } from '../../src/mqtt/applications.js';
 import { Outbox } from '../../src/mqtt/outbox.js';
 import { Telemetry } from '../../src/mqtt/telemetry.js';
 import { assetV1Family } from '../../src/mqtt/asset-v1/handler.js';
-import { familyApplication } from '../../src/core/mqtt.js';
+import { familyApplication } from '../../src/mqtt/family-application.js';
 import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from '../../src/mqtt/simple-json-payload.js';
 
 export const until = async (cond: () => boolean, ms = 8000, what = 'condition'): Promise<void> => {

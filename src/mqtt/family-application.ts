@@ -5,12 +5,12 @@
 // message the broker may refuse.
 
 import type { Logger } from '../log.js';
-import type { ApplicationContext, MqttApplication } from '../mqtt/applications.js';
-import type { MqttRequest, MqttResponse } from '../mqtt/envelope.js';
-import { ReplyTooLargeError, RequestError, mqttError } from './errors.js';
-import { readJsonBytes } from './json.js';
-import { MAX_REPLY_BYTES } from './limits.js';
-import { JsonPieces, METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from './family.js';
+import type { ApplicationContext, MqttApplication } from './applications.js';
+import type { MqttRequest, MqttResponse } from './envelope.js';
+import { ReplyTooLargeError, RequestError, mqttError } from '../core/errors.js';
+import { readJsonBytes } from '../core/json.js';
+import { MAX_REPLY_BYTES } from '../core/limits.js';
+import { JsonPieces, METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from '../core/family.js';
 
 export function familyApplication(family: Family, log: Logger): MqttApplication {
   if (family.appId === undefined) throw new Error(`family ${family.name} has no MQTT application id`);

@@ -2,11 +2,11 @@
 // the family's role on each (checked by the authorisation stage), its error style as the API
 // family's error shape.
 
-import { jsonFamily, textFamily, type HttpServer } from '../http/server.js';
-import { readJsonBody } from '../http/body.js';
-import type { RequestContext } from '../http/context.js';
-import { JsonPieces, replyText, restOf, type CoreRequest, type Family, type Method } from './family.js';
-import { isThenable } from './thenable.js';
+import { jsonFamily, textFamily, type HttpServer } from './server.js';
+import { readJsonBody } from './body.js';
+import type { RequestContext } from './context.js';
+import { JsonPieces, replyText, restOf, type CoreRequest, type Family, type Method } from '../core/family.js';
+import { isThenable } from '../core/thenable.js';
 
 export interface RestMountOptions {
   /** The permissions of an identity name (the identity store); undefined for an unknown name. */
