@@ -25,17 +25,32 @@
 //
 // A handler receives a `CoreRequest` and returns the reply body: a JSON value (serialised with
 // JSON.stringify), `rawJson(text)` for text already serialised (exact LONGs, Gson field order),
-// `new JsonPieces(iterable)` for text made a piece at a time as it is sent, or undefined for 200
-// with an empty body. It throws `RequestError(status, detail)` to answer an
+// `new JsonPieces(iterable)` for text made a piece at a time as it is sent, `new PayloadReply(…)`
+// for what Kura's native applications answer (a status, metrics, a body that is not JSON), or
+// undefined for 200 with an empty body. It throws `RequestError(status, detail)` to answer an
 // error; the family's `errors` style formats it for REST and MQTT (src/core/errors.ts), so a
 // handler never formats an error itself. Anything else thrown is a 500 without details (and one
 // log line). `req.body()` reads the body through the one JSON reader (src/core/json.ts): over REST
 // `Content-Type: application/json` is required (415) and the size is bounded (413); over MQTT it is
 // the payload's body. Undefined for no body.
 //
+// The request also carries what Kura's RequestHandlerContext gives a handler: over MQTT the
+// request's metrics (typed, src/core/metrics.ts), the device's client id, and `notify(resource,
+// message)`, which publishes `<prefix>/<account>/<requester>/<APP-ID>/NOTIFY/<client-id>/<resource>`
+// to the requester (QoS 0, as Kura: DEPLOY-V2's progress). Over REST there are no metrics and no
+// one to notify: `metrics` and `clientId` are undefined and `notify` does nothing.
+//
+// ## Roles
+//
+// `role` on the family is Kura's `@RolesAllowed` for every route; a route's own `role` overrides it
+// where a family needs more than one (identity/v1: two open resources, the rest `identity`). REST
+// authorisation and the MQTT requester check (src/mqtt/applications.ts `dispatch`) both use the
+// route's role when it has one.
+//
 // ## Mounting
 //
-// In src/daemon.ts `this.mount(family)` does both, from the family's `rest` and `appId`:
+// The daemon mounts the families of src/api/families.ts (src/daemon.ts `mount`), from each one's
+// `rest` and `appId`:
 //     mountRest(http, family, { permissionsOf })                // src/http/rest-family.ts, before listen()
 //     applications.register(familyApplication(family, log))    // src/mqtt/family-application.ts, at any time
 //
@@ -43,10 +58,11 @@
 // application ids present (`ids()`, `onChange()`, for BIRTH's `application_ids`); `register` and
 // `unregister` work at run time (a package adding a handler). Over MQTT the requester has the
 // connection's `requester.permissions` (default `kura.admin`: Kura trusts the broker's ACL), checked
-// against the family's role as REST checks an identity's (`permits`), and `req.identity` carries them.
+// against the route's role as REST checks an identity's (`permits`), and `req.identity` carries them.
 
 import { Router } from './router.js';
 import type { ErrorStyle } from './errors.js';
+import type { KuraMetric } from './metrics.js';
 
 /** Kura's request methods (the MQTT topic level; REST maps DEL → DELETE and EXEC → POST). */
 export type Method = 'GET' | 'PUT' | 'POST' | 'DEL' | 'EXEC';
@@ -70,8 +86,23 @@ export interface CoreRequest {
   readonly params: Readonly<Record<string, string>>;
   /** Undefined for an anonymous REST request (only reaches routes without a role). */
   readonly identity: Requester | undefined;
-  /** The body as JSON through the one reader; undefined when there is none. */
-  body(opts?: { exact?: boolean }): Promise<unknown>;
+  /** An MQTT request's metrics (none with the bare-JSON encoding); undefined over REST. */
+  readonly metrics: readonly KuraMetric[] | undefined;
+  /** The device's MQTT client id (a NOTIFY's `client.id`); undefined over REST. */
+  readonly clientId: string | undefined;
+  /**
+   * The body as JSON through the one reader; undefined when there is none. `exact` keeps number
+   * texts (src/core/json.ts); `limit` bounds a REST body in bytes (413 beyond; default 1 MiB).
+   */
+  body(opts?: { exact?: boolean; limit?: number }): Promise<unknown>;
+  /** Publishes a NOTIFY about `resource` to the requester over MQTT; does nothing over REST. */
+  notify(resource: string, message: Notification): void;
+}
+
+/** What a NOTIFY message carries (Kura's KuraNotifyPayload): metrics, and a body when there is one. */
+export interface Notification {
+  metrics?: KuraMetric[];
+  body?: string | Buffer;
 }
 
 /** JSON text already serialised by the handler. */
@@ -93,6 +124,23 @@ export class JsonPieces {
   ) {}
 }
 
+/**
+ * What Kura's native applications answer (KuraResponsePayload): a status (200 unless given), metrics
+ * and a body that is not JSON (DEPLOY-V2's XML lists, its download state). Over MQTT the metrics
+ * follow `response.code`; over REST, which has no metrics, the body is sent as text with the status.
+ */
+export class PayloadReply {
+  readonly status: number;
+  readonly metrics: KuraMetric[];
+  readonly body: string | undefined;
+
+  constructor(init: { status?: number; metrics?: KuraMetric[]; body?: string }) {
+    this.status = init.status ?? 200;
+    this.metrics = init.metrics ?? [];
+    this.body = init.body;
+  }
+}
+
 export type Handler = (req: CoreRequest) => unknown | Promise<unknown>;
 
 export interface CoreRoute {
@@ -100,6 +148,8 @@ export interface CoreRoute {
   /** Below the family's base, e.g. `snapshots/byId` or `:pid/_read`; '' for the base itself. */
   path: string;
   handler: Handler;
+  /** This route's role when it differs from the family's (see `Family.role`); undefined: the family's. */
+  role?: string;
 }
 
 export interface Family {
@@ -135,6 +185,7 @@ export function permits(permissions: readonly string[], role: string | undefined
 export function replyText(result: unknown): string | undefined {
   if (result === undefined) return undefined;
   if (result instanceof RawJson) return result.text;
+  if (result instanceof PayloadReply) return result.body;
   return JSON.stringify(result);
 }
 
@@ -144,6 +195,9 @@ export function routerOf(family: Family): Router<CoreRoute> {
   for (const route of family.routes) r.add(route.method, `/${route.path}`, route);
   return r;
 }
+
+/** The role a route needs: its own, else its family's. */
+export const roleOf = (family: Family, route: CoreRoute): string | undefined => route.role ?? family.role;
 
 /** The REST method and path of a route. */
 export function restOf(family: Family, route: CoreRoute): { method: string; path: string } {

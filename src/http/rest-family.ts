@@ -1,11 +1,11 @@
 // Mounts a request-core family (src/core/family.ts) on the HTTP server: one route per core route,
-// the family's role on each (checked by the authorisation stage), its error style as the API
-// family's error shape.
+// the route's role (else the family's) on each, checked by the authorisation stage, and the
+// family's error style as the API family's error shape.
 
 import { jsonFamily, textFamily, type HttpServer } from './server.js';
 import { readJsonBody } from './body.js';
 import type { RequestContext } from './context.js';
-import { JsonPieces, replyText, restOf, type CoreRequest, type Family, type Method } from '../core/family.js';
+import { JsonPieces, PayloadReply, replyText, restOf, roleOf, type CoreRequest, type Family, type Method } from '../core/family.js';
 import { isThenable } from '../core/thenable.js';
 
 export interface RestMountOptions {
@@ -28,12 +28,14 @@ export function mountRest(server: HttpServer, family: Family, opts: RestMountOpt
       const result = route.handler(new RestRequest(ctx, route.method, route.path, opts));
       if (isThenable(result)) return Promise.resolve(result);
       reply(ctx, result);
-    }, family.role, reply);
+    }, roleOf(family, route), reply);
   }
 }
 
 function reply(ctx: RequestContext, result: unknown): void {
   if (result instanceof JsonPieces) return ctx.stream(200, result.pieces, 'application/json', result.close);
+  // REST has no metrics: a native reply is its status and its body, as text.
+  if (result instanceof PayloadReply) return result.body === undefined ? ctx.empty(result.status) : ctx.text(result.status, result.body);
   const text = replyText(result);
   if (text === undefined) ctx.empty(200);
   else ctx.rawJson(200, text);
@@ -48,6 +50,8 @@ function reply(ctx: RequestContext, result: unknown): void {
 class RestRequest implements CoreRequest {
   readonly transport = 'rest' as const;
   readonly params: Readonly<Record<string, string>>;
+  readonly metrics = undefined;
+  readonly clientId = undefined;
 
   constructor(
     private readonly ctx: RequestContext,
@@ -70,7 +74,10 @@ class RestRequest implements CoreRequest {
     return p ? { name: p.name, via: p.via, permissions: this.opts.permissionsOf(p.name) ?? [] } : undefined;
   }
 
-  body(o?: { exact?: boolean }): Promise<unknown> {
-    return readJsonBody(this.ctx, { limit: this.opts.bodyLimit, exact: o?.exact });
+  body(o?: { exact?: boolean; limit?: number }): Promise<unknown> {
+    return readJsonBody(this.ctx, { limit: o?.limit ?? this.opts.bodyLimit, exact: o?.exact });
   }
+
+  /** No one to notify over REST: the answer is the whole reply. */
+  notify(): void {}
 }

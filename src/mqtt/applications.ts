@@ -3,12 +3,12 @@
 // hands every request here; BIRTH's `application_ids` is `ids()`, re-published on `onChange`.
 // Applications may be registered and unregistered at run time (a package adding a handler).
 //
-// A request-core family becomes an application with `familyApplication` (src/mqtt/family-application.ts); an
-// application may also implement `MqttApplication` directly (e.g. to read request metrics).
+// A request-core family becomes an application with `familyApplication` (src/mqtt/family-application.ts);
+// a package's plug-in may also implement `MqttApplication` directly (docs/packages.md).
 //
 // Who may ask what is decided here, once for every application (docs/mqtt.md "Who may send
-// requests"): the connection's requester permissions against the application's role, as REST
-// authorises an identity against a family's role. The registry is the daemon's; what a connection
+// requests"): the connection's requester permissions against the role of the application (or of
+// the resource asked for, `roleOf`), as REST authorises an identity against a route's role. The registry is the daemon's; what a connection
 // serves of it (its permissions, its disabled applications) is the connection's `RequesterPolicy`.
 
 import { permits } from '../core/family.js';
@@ -28,6 +28,8 @@ export interface MqttApplication {
   readonly appId: string;
   /** A requester needs permission `rest.<role>` (or kura.admin); without a role, kura.admin. */
   readonly role?: string;
+  /** The role one request needs, where it differs by resource (a family's route roles); default `role`. */
+  roleOf?(req: MqttRequest): string | undefined;
   /** Answers one request. Should not throw; if it does, the requester gets a 500 without details. */
   handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse>;
 }
@@ -98,7 +100,7 @@ export class MqttApplications {
     // A disabled application is not there for this connection: no reply, as for an unknown one.
     if (!app || !policy.serves(req.appId)) return undefined;
     const permissions = policy.permissions;
-    const role = app.role;
+    const role = app.roleOf ? app.roleOf(req) : app.role;
     if (!permits(permissions, role)) {
       const needed = role === undefined ? 'kura.admin' : `rest.${role}`;
       log.info('MQTT request refused: missing permission', { app: req.appId, requester: req.requester, permission: needed });

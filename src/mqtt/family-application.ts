@@ -10,19 +10,25 @@ import type { MqttRequest, MqttResponse } from './envelope.js';
 import { ReplyTooLargeError, RequestError, mqttError } from '../core/errors.js';
 import { readJsonBytes } from '../core/json.js';
 import { MAX_REPLY_BYTES } from '../core/limits.js';
-import { JsonPieces, METHODS, replyText, routerOf, type CoreRequest, type Family, type Method } from '../core/family.js';
+import { JsonPieces, METHODS, PayloadReply, replyText, roleOf, routerOf, type CoreRequest, type Family, type Method } from '../core/family.js';
 
 export function familyApplication(family: Family, log: Logger): MqttApplication {
   if (family.appId === undefined) throw new Error(`family ${family.name} has no MQTT application id`);
   const router = routerOf(family);
   const noMatch = family.noMatch ?? (() => new RequestError(404, 'Not found.'));
+  const find = (req: MqttRequest) => ((METHODS as readonly string[]).includes(req.method) ? router.find(req.method, `/${req.resources.join('/')}`) : undefined);
   return {
     appId: family.appId,
-    // Checked before `handle` for every application (src/mqtt/applications.ts `dispatch`).
+    // Checked before `handle` for every application (src/mqtt/applications.ts `dispatch`): the
+    // route's role; a request no route matches needs the family's before it learns so.
     role: family.role,
+    roleOf(req: MqttRequest): string | undefined {
+      const m = find(req);
+      return m?.kind === 'found' ? roleOf(family, m.handler) : family.role;
+    },
     async handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse> {
       try {
-        const m = (METHODS as readonly string[]).includes(req.method) ? router.find(req.method, `/${req.resources.join('/')}`) : undefined;
+        const m = find(req);
         if (!m || m.kind !== 'found') throw noMatch(req.method, req.resources, m?.kind === 'method-not-allowed' ? m.allowed : []);
         const core: CoreRequest = {
           transport: 'mqtt',
@@ -30,13 +36,17 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
           resources: req.resources,
           params: m.params,
           identity: { name: req.requester, via: 'mqtt', permissions: ctx.permissions },
+          metrics: req.metrics,
+          clientId: ctx.clientId,
           body: async (o) => readJsonBytes(req.body, o),
+          notify: (resource, message) => ctx.notify(resource, message),
         };
         const result = await m.handler.handler(core);
         const text = result instanceof JsonPieces ? collect(result) : replyText(result);
         if (text !== undefined && text.length > MAX_REPLY_BYTES / 4 && Buffer.byteLength(text) > MAX_REPLY_BYTES) {
           throw new ReplyTooLargeError(`Reply too large: ${Buffer.byteLength(text)} bytes, the limit is ${MAX_REPLY_BYTES}; ask for fewer assets or channels`);
         }
+        if (result instanceof PayloadReply) return { code: result.status, metrics: result.metrics.length > 0 ? result.metrics : undefined, body: text };
         return { code: 200, body: text };
       } catch (err) {
         if (err instanceof RequestError) {

@@ -25,22 +25,12 @@
 
 import type zlibMod from 'node:zlib';
 import { lazyBuiltin } from '../core/builtin.js';
+import { METRIC_TYPES, type KuraMetric, type MetricType } from '../core/metrics.js';
+
+export { METRIC_TYPES, type KuraMetric, type MetricType };
 
 // Loaded on first use (gzip'ed payloads and deployment packages are the exception).
 const zlib = lazyBuiltin<typeof zlibMod>('node:zlib');
-
-export const METRIC_TYPES = ['DOUBLE', 'FLOAT', 'INT64', 'INT32', 'BOOL', 'STRING', 'BYTES'] as const;
-export type MetricType = (typeof METRIC_TYPES)[number];
-
-/** INT64 values are bigints (exact); FLOAT values are already rounded to float32. */
-export type KuraMetric =
-  | { name: string; type: 'DOUBLE'; value: number }
-  | { name: string; type: 'FLOAT'; value: number }
-  | { name: string; type: 'INT64'; value: bigint }
-  | { name: string; type: 'INT32'; value: number }
-  | { name: string; type: 'BOOL'; value: boolean }
-  | { name: string; type: 'STRING'; value: string }
-  | { name: string; type: 'BYTES'; value: Buffer };
 
 export interface KuraPosition {
   latitude: number;
