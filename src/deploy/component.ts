@@ -1,6 +1,6 @@
 // How the daemon starts deployment: one call that builds the plug-in host and the deployment
 // service, starts the installed packages, and hands back a daemon component. The REST API
-// (api/deploy.ts) is mounted by the daemon.
+// (src/api/deploy/) is mounted by the daemon.
 
 import type { Logger } from '../log.js';
 import type { DeployConfig } from './config.js';

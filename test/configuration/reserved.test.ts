@@ -16,7 +16,7 @@ import { Requester } from '../helpers/mqtt-fixture.js';
 import { buildZip, manifestText } from '../helpers/dp.js';
 import { SIGNATURE_PATH, signedText } from '../../src/deploy/signature.js';
 import { ConfigurationService } from '../../src/configuration/service.js';
-import { configurationFamily } from '../../src/configuration/handler.js';
+import { configurationFamily } from '../../src/api/configuration.js';
 import { mqttError, RequestError } from '../../src/core/errors.js';
 import type { CoreRequest } from '../../src/core/family.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';

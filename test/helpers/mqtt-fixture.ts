@@ -19,7 +19,7 @@ import { MqttService } from '../../src/mqtt/service.js';
 import { MqttApplications } from '../../src/mqtt/applications.js';
 import { Outbox } from '../../src/mqtt/outbox.js';
 import { Telemetry } from '../../src/mqtt/telemetry.js';
-import { assetV1Family } from '../../src/mqtt/asset-v1/handler.js';
+import { assetV1Family } from '../../src/api/asset-v1/handler.js';
 import { familyApplication } from '../../src/mqtt/family-application.js';
 import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from '../../src/mqtt/simple-json-payload.js';
 

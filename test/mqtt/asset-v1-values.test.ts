@@ -2,7 +2,7 @@
 // shares (docs/mqtt.md "ASSET-V1", docs/rest-api.md "Writing values"), as tables.
 
 import t from 'tap';
-import { javaDoubleText, javaFloatText, parseValueText, parseValueType, valueText } from '../../src/mqtt/asset-v1/value-text.js';
+import { javaDoubleText, javaFloatText, parseValueText, parseValueType, valueText } from '../../src/api/asset-v1/value-text.js';
 import type { TypedValue, ValueType } from '../../src/channels/types.js';
 import { convertValue } from '../../src/channels/values.js';
 import { CHANNELS, WRITE_CASES } from '../assets/write-cases.js';

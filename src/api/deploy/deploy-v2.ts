@@ -9,15 +9,15 @@
 // transfer is taken up again with a Range request, and a package must be signed when
 // `deploy.trust.anchors` is set, as over REST.
 
-import { nodeCrypto } from '../core/builtin.js';
+import { nodeCrypto } from '../../core/builtin.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { DeploymentService } from '../deploy/service.js';
-import { QueueFullError, type Job } from '../deploy/jobs.js';
-import type { Logger } from '../log.js';
-import type { ApplicationContext, MqttApplication } from './applications.js';
-import type { MqttRequest, MqttResponse } from './envelope.js';
-import type { KuraMetric, MetricType } from './kura-payload.js';
+import type { DeploymentService } from '../../deploy/service.js';
+import { QueueFullError, type Job } from '../../deploy/jobs.js';
+import type { Logger } from '../../log.js';
+import type { ApplicationContext, MqttApplication } from '../../mqtt/applications.js';
+import type { MqttRequest, MqttResponse } from '../../mqtt/envelope.js';
+import type { KuraMetric, MetricType } from '../../mqtt/kura-payload.js';
 
 export const DEPLOY_V2 = 'DEPLOY-V2';
 

@@ -3,11 +3,11 @@
 // parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
 
 import { isPlainObject as isObj, setOwn } from '../core/schema.js';
-import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, componentOf, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from './model.js';
-import { ConfigError, type ConfigurationService } from './service.js';
-import { AssetSource, configsJson, shownOf, type ShowOptions } from './reply.js';
+import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, componentOf, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from '../configuration/model.js';
+import { ConfigError, type ConfigurationService } from '../configuration/service.js';
+import { AssetSource, configsJson, shownOf, type ShowOptions } from '../configuration/reply.js';
 import { JsonPieces, rawJson, type CoreRequest, type Family, type Method } from '../core/family.js';
-import type { ChangeActor } from './reserved.js';
+import type { ChangeActor } from '../configuration/reserved.js';
 
 type Svc = ConfigurationService;
 const bad = (text: string) => new ConfigError(400, text);
