@@ -22,7 +22,7 @@ import { Outbox } from './mqtt/outbox.js';
 import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
 import { assetV1Family } from './api/asset-v1/handler.js';
-import { deployV2Application } from './api/deploy/deploy-v2.js';
+import { deployV2Family } from './api/deploy/deploy-v2.js';
 import { familyApplication } from './mqtt/family-application.js';
 import { mountRest } from './http/rest-family.js';
 import type { Family } from './core/family.js';
@@ -137,7 +137,7 @@ export class Daemon {
     const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, applications: this.applications, log });
     this.components.push(deploy);
     mountDeployApi(http, { deploy: deploy.service, log });
-    this.applications.register(deployV2Application(deploy.service, log));
+    this.mount(deployV2Family(deploy.service, log));
 
     await this.listen();
 

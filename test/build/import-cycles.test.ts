@@ -37,7 +37,7 @@ export const FOLDER_TABLE: Record<string, readonly string[]> = {
   mqtt: ['core', 'channels', 'assets', 'store', 'log.ts', 'version.ts'],
   configuration: ['core', 'channels', 'drivers', 'assets', 'http', 'auth', 'deploy', 'mqtt', 'store', 'log.ts'],
   // front ends: every resource family whatever its transport; the field console's files
-  api: ['core', 'channels', 'assets', 'auth', 'configuration', 'deploy', 'http', 'mqtt', 'store', 'log.ts', 'version.ts'],
+  api: ['core', 'channels', 'assets', 'auth', 'configuration', 'deploy', 'http', 'store', 'log.ts', 'version.ts'],
   console: ['core', 'http', 'log.ts'],
   // the daemon, assembled from all of the above; the command line that starts it
   'daemon.ts': ['core', 'log.ts', 'version.ts', 'channels', 'drivers', 'store', 'http', 'assets', 'plugins', 'auth', 'deploy', 'mqtt', 'configuration', 'api', 'console'],

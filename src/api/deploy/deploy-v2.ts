@@ -1,8 +1,10 @@
 // DEPLOY-V2: deployment packages managed from the cloud, as Kura's CloudDeploymentHandlerV2 answers
-// Eclipse Kapua (docs/mqtt.md "DEPLOY-V2"). A native application: parameters come as request
-// metrics (typed strictly, as Kura casts them), answers as metrics or an XML body, progress as NOTIFY
-// messages to the requester. Downloads, installs and uninstalls run on the deployment service's one
-// job queue, so they show in REST `GET /services/deploy/v2/_jobs` too, and never hold up a reply.
+// Eclipse Kapua (docs/mqtt.md "DEPLOY-V2"). A request-core family (src/core/family.ts), MQTT only,
+// in Kura's native style: parameters come as the request's metrics (typed strictly, as Kura casts
+// them), answers as metrics or an XML body (PayloadReply), progress as NOTIFY messages to the
+// requester (`req.notify`), errors as RequestError with Kura's texts. Downloads, installs and
+// uninstalls run on the deployment service's one job queue, so they show in REST
+// `GET /services/deploy/v2/_jobs` too (src/api/deploy/rest.ts), and never hold up a reply.
 //
 // Where gatewayd differs from Kura (COMPATIBILITY.md): packages go to `<dataDir>/downloads`, system
 // updates (shell scripts) and deployment hooks (`request.type`) are refused with 400, a broken
@@ -12,38 +14,44 @@
 import { nodeCrypto } from '../../core/builtin.js';
 import fs from 'node:fs';
 import path from 'node:path';
+import { RequestError } from '../../core/errors.js';
+import { METHODS, PayloadReply, type CoreRequest, type Family, type Method } from '../../core/family.js';
+import type { KuraMetric, MetricType } from '../../core/metrics.js';
 import type { DeploymentService } from '../../deploy/service.js';
 import { QueueFullError, type Job } from '../../deploy/jobs.js';
 import type { Logger } from '../../log.js';
-import type { ApplicationContext, MqttApplication } from '../../mqtt/applications.js';
-import type { MqttRequest, MqttResponse } from '../../mqtt/envelope.js';
-import type { KuraMetric, MetricType } from '../../mqtt/kura-payload.js';
 
 export const DEPLOY_V2 = 'DEPLOY-V2';
 
-const NO_SYSTEM_UPDATES: MqttResponse = { code: 400, message: 'Bad request. System updates (shell scripts) are not supported by gatewayd' };
+const noSystemUpdates = () => new RequestError(400, 'Bad request. System updates (shell scripts) are not supported by gatewayd');
 
-/** A request Kura answers 400 with no details (IllegalArgumentException, ClassCastException). */
-class BadRequest extends Error {}
+/** What Kura answers 400 with no details (IllegalArgumentException, ClassCastException). */
+const badRequest = () => new RequestError(400);
 
 type Value<T extends MetricType> = Extract<KuraMetric, { type: T }>['value'];
 
 /**
  * The request's parameters: its metrics, or (bare-JSON encoding, which has no metrics) the keys of
- * a JSON object body, whose integers stand for either integer type.
+ * a JSON object body read by the one JSON reader, whose integers stand for either integer type. A
+ * body that is no JSON object gives no parameters (the required ones are then missing: 400).
  */
 class Params {
-  private readonly json: Record<string, unknown> | undefined;
+  private constructor(
+    private readonly metrics: readonly KuraMetric[],
+    private readonly json: Record<string, unknown> | undefined,
+  ) {}
 
-  constructor(private readonly req: MqttRequest) {
-    if (req.metrics.length === 0 && req.body) {
-      try {
-        const v = JSON.parse(req.body.toString('utf8'));
-        if (v && typeof v === 'object' && !Array.isArray(v)) this.json = v;
-      } catch {
-        // not JSON: no parameters
-      }
+  static async of(req: CoreRequest): Promise<Params> {
+    const metrics = req.metrics ?? [];
+    let json: Record<string, unknown> | undefined;
+    if (metrics.length === 0) {
+      const v = await req.body().catch((err) => {
+        if (err instanceof RequestError) return undefined;
+        throw err;
+      });
+      if (v && typeof v === 'object' && !Array.isArray(v)) json = v as Record<string, unknown>;
     }
+    return new Params(metrics, json);
   }
 
   get<T extends MetricType>(name: string, type: T, required = false): Value<T> | undefined {
@@ -51,13 +59,13 @@ class Params {
     if (this.json) {
       v = this.json[name];
       if (typeof v === 'number' && Number.isInteger(v) && (type === 'INT32' || type === 'INT64')) v = type === 'INT64' ? BigInt(v) : v;
-      else if (v !== undefined && typeof v !== ({ STRING: 'string', BOOL: 'boolean' } as Record<string, string>)[type]) throw new BadRequest();
+      else if (v !== undefined && typeof v !== ({ STRING: 'string', BOOL: 'boolean' } as Record<string, string>)[type]) throw badRequest();
     } else {
-      const m = this.req.metrics.find((x) => x.name === name);
-      if (m && m.type !== type) throw new BadRequest();
+      const m = this.metrics.find((x) => x.name === name);
+      if (m && m.type !== type) throw badRequest();
       v = m?.value;
     }
-    if (v === undefined && required) throw new BadRequest();
+    if (v === undefined && required) throw badRequest();
     return v as Value<T> | undefined;
   }
 }
@@ -67,11 +75,11 @@ const str = (name: string, value: string): KuraMetric => ({ name, type: 'STRING'
 const int64 = (name: string, value: bigint): KuraMetric => ({ name, type: 'INT64', value });
 
 /** An install or uninstall notification (Kura's InstallImpl/UninstallImpl). */
-function jobNotice(ctx: ApplicationContext, op: 'install' | 'uninstall', jobId: bigint, name: string, job: Pick<Job, 'state' | 'error'>): void {
+function jobNotice(req: CoreRequest, op: 'install' | 'uninstall', jobId: bigint, name: string, job: Pick<Job, 'state' | 'error'>): void {
   const ok = job.state === 'SUCCEEDED';
-  const metrics = [str('client.id', ctx.clientId), str(`dp.${op}.status`, ok ? 'COMPLETED' : 'FAILED'), int32(`dp.${op}.progress`, ok ? 100 : 0), int64('job.id', jobId), str('dp.name', name)];
+  const metrics = [str('client.id', req.clientId ?? ''), str(`dp.${op}.status`, ok ? 'COMPLETED' : 'FAILED'), int32(`dp.${op}.progress`, ok ? 100 : 0), int64('job.id', jobId), str('dp.name', name)];
   if (!ok) metrics.push(str(`dp.${op}.error.message`, job.error ?? `${op} failed`));
-  ctx.notify(op, { metrics });
+  req.notify(op, { metrics });
 }
 
 const xmlText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -81,7 +89,7 @@ const XML = '<?xml version="1.0" encoding="UTF-8"?>';
 /** A package file name from request values: one path segment, never `..`. */
 function fileNameOf(name: string, version: string): string {
   const f = `${name}_${version}.dp`;
-  if (/[/\\\u0000]/.test(f) || name === '' || name.startsWith('.')) throw new BadRequest();
+  if (/[/\\\u0000]/.test(f) || name === '' || name.startsWith('.')) throw badRequest();
   return f;
 }
 
@@ -95,7 +103,7 @@ interface Download {
   notify: (status: Download['status'], error?: string) => void;
 }
 
-export function deployV2Application(deploy: DeploymentService, log: Logger): MqttApplication {
+export function deployV2Family(deploy: DeploymentService, log: Logger): Family {
   /** The download under way, or the last one (Kura keeps one download at a time). */
   let current: Download | undefined;
 
@@ -113,19 +121,19 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
     return `${XML}<bundles>${list.join('')}</bundles>`;
   }
 
-  function getDownload(): MqttResponse {
-    if (!downloading()) return { code: 200, metrics: [int32('dp.download.size', 0), int32('dp.download.progress', 100), str('dp.download.status', 'ALREADY DONE')] };
+  function getDownload(): PayloadReply {
+    if (!downloading()) return new PayloadReply({ metrics: [int32('dp.download.size', 0), int32('dp.download.progress', 100), str('dp.download.status', 'ALREADY DONE')] });
     const d = current!;
-    return { code: 200, metrics: [int32('dp.download.size', d.size), int32('dp.download.progress', progressOf(d)), str('dp.download.status', d.status), int64('job.id', d.jobId)] };
+    return new PayloadReply({ metrics: [int32('dp.download.size', d.size), int32('dp.download.progress', progressOf(d)), str('dp.download.status', d.status), int64('job.id', d.jobId)] });
   }
 
-  function getInstall(): MqttResponse {
+  function getInstall(): PayloadReply {
     const job = installing();
-    if (!job) return { code: 200, metrics: [str('dp.install.status', 'IDLE')] };
-    return { code: 200, metrics: [str('dp.install.status', 'IN_PROGRESS'), ...(job.name ? [str('dp.name', job.name)] : []), ...(job.version ? [str('dp.version', job.version)] : [])] };
+    if (!job) return new PayloadReply({ metrics: [str('dp.install.status', 'IDLE')] });
+    return new PayloadReply({ metrics: [str('dp.install.status', 'IN_PROGRESS'), ...(job.name ? [str('dp.name', job.name)] : []), ...(job.version ? [str('dp.version', job.version)] : [])] });
   }
 
-  function execDownload(p: Params, ctx: ApplicationContext): MqttResponse {
+  function execDownload(p: Params, req: CoreRequest): PayloadReply | undefined {
     const uri = p.get('dp.uri', 'STRING', true)!;
     const name = p.get('dp.name', 'STRING', true)!;
     const version = p.get('dp.version', 'STRING', true)!;
@@ -140,15 +148,16 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
     const install = p.get('dp.install', 'BOOL') ?? true;
     const force = p.get('dp.download.force', 'BOOL') ?? false;
     for (const [n, t] of [['dp.download.block.size', 'INT32'], ['dp.download.block.delay', 'INT32'], ['dp.download.resume', 'BOOL'], ['dp.reboot', 'BOOL'], ['dp.reboot.delay', 'INT32'], ['dp.install.verifier.uri', 'STRING']] as const) p.get(n, t);
-    if (systemUpdate) return NO_SYSTEM_UPDATES;
-    if (p.get('request.type', 'STRING') !== undefined) return { code: 400, message: 'Bad request. No deployment hook is configured for request.type' };
+    if (systemUpdate) throw noSystemUpdates();
+    if (p.get('request.type', 'STRING') !== undefined) throw new RequestError(400, 'Bad request. No deployment hook is configured for request.type');
     const file = path.join(deploy.downloadsDir(), fileNameOf(name, version));
-    if (downloading()) return { code: 500, metrics: [str('download.status', 'IN_PROGRESS')], body: 'Another resource is already in download' };
+    // Kura's answer carries the state as a metric and the reason as the body, no exception message.
+    if (downloading()) return new PayloadReply({ status: 500, metrics: [str('download.status', 'IN_PROGRESS')], body: 'Another resource is already in download' });
 
     const notify = (status: Download['status'], error?: string, size = d.size, progress = progressOf(d)) => {
-      const metrics = [str('client.id', ctx.clientId), int32('dp.download.size', size), int32('dp.download.progress', progress), str('dp.download.status', status), int64('job.id', jobId), int32('dp.download.index', 0)];
+      const metrics = [str('client.id', req.clientId ?? ''), int32('dp.download.size', size), int32('dp.download.progress', progress), str('dp.download.status', status), int64('job.id', jobId), int32('dp.download.index', 0)];
       if (error !== undefined) metrics.push(str('dp.download.error.message', error));
-      ctx.notify('download', { metrics });
+      req.notify('download', { metrics });
     };
     const d: Download = { job: undefined as unknown as Job, jobId, file, size: -1, received: 0, status: 'IN_PROGRESS', notify };
     let url: URL | undefined;
@@ -161,7 +170,7 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
     // accepted, then reported FAILED.
     if (protocol !== 'HTTP' || !url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
       setImmediate(() => notify('FAILED', protocol !== 'HTTP' ? `Unsupported download protocol ${protocol}` : `Unsupported URI ${uri}`, 0, 0));
-      return { code: 200 };
+      return undefined;
     }
     const reuse = !force && fs.existsSync(file);
     const headers = username !== undefined ? { authorization: `Basic ${Buffer.from(`${username}:${password ?? ''}`).toString('base64')}` } : undefined;
@@ -204,102 +213,89 @@ export function deployV2Application(deploy: DeploymentService, log: Logger): Mqt
           if (!fetched) notify('FAILED', job.error ?? 'download failed');
           notify('FAILED', 'Error during download process and verification!', 0, 0);
         } else if (install) {
-          jobNotice(ctx, 'install', jobId, path.basename(file), job);
+          jobNotice(req, 'install', jobId, path.basename(file), job);
         }
       },
     }));
-    if ('code' in job) return job;
     d.job = job;
     current = d;
     log.info('DEPLOY-V2 download requested', { job: d.job.id, url: d.job.url, file: path.basename(file), install });
-    return { code: 200 };
+    return undefined;
   }
 
-  function delDownload(): MqttResponse {
+  function delDownload(): undefined {
     // Kura: KuraException OS_COMMAND_ERROR when no download was ever started.
-    if (!current) return { code: 500, message: 'Unable to execute system process {0}' };
+    if (!current) throw new RequestError(500, 'Unable to execute system process {0}');
     if (downloading()) deploy.cancelJob(current.job.id);
     else fs.rmSync(current.file, { force: true });
-    return { code: 200 };
+    return undefined;
   }
 
-  function execInstall(p: Params, ctx: ApplicationContext): MqttResponse {
+  function execInstall(p: Params, req: CoreRequest): undefined {
     const name = p.get('dp.name', 'STRING', true)!;
     const version = p.get('dp.version', 'STRING', true)!;
     const jobId = p.get('job.id', 'INT64', true)!;
-    if (p.get('dp.install.system.update', 'BOOL', true)) return NO_SYSTEM_UPDATES;
+    if (p.get('dp.install.system.update', 'BOOL', true)) throw noSystemUpdates();
     // Kura checks the last EXEC/download's file, not this request's (and fails without one).
-    if (!current) return { code: 500 };
-    if (!fs.existsSync(current.file) || installing()) return { code: 400 };
+    if (!current) throw new RequestError(500);
+    if (!fs.existsSync(current.file) || installing()) throw badRequest();
     const file = path.join(deploy.downloadsDir(), fileNameOf(name, version));
-    const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(ctx, 'install', jobId, path.basename(file), job);
+    const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(req, 'install', jobId, path.basename(file), job);
     if (!fs.existsSync(file)) setImmediate(() => notify({ state: 'FAILED', error: `${path.basename(file)} has not been downloaded` }));
-    else {
-      const job = queued(() => deploy.requestFileInstall(file, notify));
-      if ('code' in job) return job;
-    }
-    return { code: 200 };
+    else queued(() => deploy.requestFileInstall(file, notify));
+    return undefined;
   }
 
-  function execUninstall(p: Params, ctx: ApplicationContext): MqttResponse {
+  function execUninstall(p: Params, req: CoreRequest): undefined {
     const name = p.get('dp.name', 'STRING', true)!;
     const jobId = p.get('job.id', 'INT64', true)!;
     p.get('dp.version', 'STRING');
-    const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(ctx, 'uninstall', jobId, name, job);
+    const notify = (job: Pick<Job, 'state' | 'error'>) => jobNotice(req, 'uninstall', jobId, name, job);
     // Kura reports COMPLETED for a package that is not installed.
     if (!deploy.list().some((x) => x.name === name)) setImmediate(() => notify({ state: 'SUCCEEDED' }));
-    else {
-      const status = queued(() => deploy.requestUninstall(name, notify));
-      if (typeof status === 'object') return status;
-    }
-    return { code: 200 };
+    else queued(() => deploy.requestUninstall(name, notify));
+    return undefined;
   }
 
+  /** A route whose handler reads the request's parameters first (as Kura builds them before it looks at the resource). */
+  const withParams = (method: Method, resource: string, fn: (p: Params, req: CoreRequest) => PayloadReply | undefined) => ({
+    method,
+    path: resource,
+    handler: async (req: CoreRequest) => fn(await Params.of(req), req),
+  });
+
   return {
+    name: DEPLOY_V2,
     appId: DEPLOY_V2,
-    // REST deploy/v2's role, checked before `handle` (src/mqtt/applications.ts).
+    // REST deploy/v2's role (src/api/deploy/rest.ts): over MQTT a requester needs rest.deploy.
     role: 'deploy',
-    async handle(req: MqttRequest, ctx: ApplicationContext): Promise<MqttResponse> {
-      const p = new Params(req);
-      const [first, ...rest] = req.resources;
-      try {
-        if (first === undefined) return { code: 400 };
-        const only = (r: MqttResponse) => (rest.length > 0 ? { code: 404, message: 'Not found.' } : r);
-        switch (`${req.method} ${first}`) {
-          case 'GET packages':
-            return only({ code: 200, body: packagesXml() });
-          case 'GET bundles':
-            return only({ code: 200, body: bundlesXml() });
-          case 'GET download':
-            return only(getDownload());
-          case 'GET install':
-            return only(getInstall());
-          case 'EXEC download':
-            return rest.length > 0 ? only({ code: 200 }) : execDownload(p, ctx);
-          case 'DEL download':
-            return only(delDownload());
-          case 'EXEC install':
-            return rest.length > 0 ? only({ code: 200 }) : execInstall(p, ctx);
-          case 'EXEC uninstall':
-            return rest.length > 0 ? only({ code: 200 }) : execUninstall(p, ctx);
-          default:
-            if (['PUT', 'POST', 'DEL', 'GET', 'EXEC'].includes(req.method)) return { code: 404, message: 'Not found.' };
-            return { code: 400 };
-        }
-      } catch (err) {
-        if (err instanceof BadRequest) return { code: 400 };
-        throw err;
-      }
+    errors: 'native',
+    routes: [
+      { method: 'GET', path: 'packages', handler: () => new PayloadReply({ body: packagesXml() }) },
+      { method: 'GET', path: 'bundles', handler: () => new PayloadReply({ body: bundlesXml() }) },
+      { method: 'GET', path: 'download', handler: getDownload },
+      { method: 'GET', path: 'install', handler: getInstall },
+      withParams('EXEC', 'download', execDownload),
+      { method: 'DEL', path: 'download', handler: delDownload },
+      withParams('EXEC', 'install', execInstall),
+      withParams('EXEC', 'uninstall', execUninstall),
+    ],
+    // Kura's CloudDeploymentHandlerV2: no resource is a bad request; an unknown resource (or a
+    // known one with more levels, or another method) of a Kura method is 404 `Not found.`; any
+    // other method a bad request.
+    noMatch(method, resources) {
+      if (resources.length === 0 || !(METHODS as readonly string[]).includes(method)) return badRequest();
+      return new RequestError(404, 'Not found.');
     },
   };
 }
 
-/** A job queued, or the reply when the queue is at a bound: 500 with the message naming the bound. */
-function queued<T>(enqueue: () => T): T | MqttResponse {
+/** A job queued; at a bound of the queue, 500 with the message naming the bound. */
+function queued<T>(enqueue: () => T): T {
   try {
     return enqueue();
   } catch (err) {
-    if (err instanceof QueueFullError) return { code: 500, message: err.message };
+    if (err instanceof QueueFullError) throw new RequestError(500, err.message);
     throw err;
   }
 }
