@@ -15,7 +15,7 @@ import { AssetRuntime, DriverPool } from './assets/service.js';
 import { assetsFamily } from './api/assets.js';
 import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
-import { mountIdentityApi } from './api/identity.js';
+import { identityFamily } from './api/identity.js';
 import { MqttService } from './mqtt/service.js';
 import { MqttClient } from './mqtt/client.js';
 import { Outbox } from './mqtt/outbox.js';
@@ -113,7 +113,7 @@ export class Daemon {
 
     // REST families and MQTT applications.
     mountSessionApi(http, auth);
-    mountIdentityApi(http, auth);
+    this.mount(identityFamily(auth));
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     this.mount(assetsFamily(this.assets));

@@ -1,15 +1,14 @@
 // Identity API v1, `/services/identity/v1` (docs/rest-api.md "identity/v1"; Kura's
-// IdentityRestService): password requirements and defined permissions for anyone, identity
-// management with role `identity`. Errors are `{message}`.
+// IdentityRestService), a request-core family (src/core/family.ts) mounted on REST only: password
+// requirements and defined permissions for anyone, identity management with role `identity` (the
+// routes' own role: the family has more than one). Errors are `{message}`.
 
-import { jsonFamily, type HttpServer } from '../http/server.js';
-import { HttpError, type RequestContext } from '../http/context.js';
-import { readJson } from '../http/body.js';
+import { RequestError } from '../core/errors.js';
+import type { CoreRequest, Family } from '../core/family.js';
 import { ADMIN_PERMISSION, IdentityError, IDENTITY_NAME, type Identity, type IdentityChanges } from '../auth/identity-store.js';
 import { passwordFailures, requirementsOf } from '../auth/password-policy.js';
 import type { AuthLayer } from '../auth/layer.js';
 
-const BASE = '/services/identity/v1';
 const ROLE = 'identity';
 
 /** The permissions this daemon checks; with those identities hold, the names an identity may get. */
@@ -29,7 +28,7 @@ function dto(i: Identity) {
   return { userName: i.name, passwordAuthEnabled: i.passwordHash !== undefined, passwordChangeNeeded: i.passwordChangeNeeded, permissions: [...i.permissions] };
 }
 
-const bad = (reason: string) => new HttpError(400, `Bad request. ${reason}`);
+const bad = (reason: string) => new RequestError(400, `Bad request. ${reason}`);
 
 function object(body: unknown): Record<string, unknown> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw bad('the body must be a JSON object');
@@ -64,11 +63,13 @@ function changes(o: Record<string, unknown>): IdentityChanges {
   return c;
 }
 
-export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
-  const family = jsonFamily('identity');
-  const route = (method: string, path: string, h: (ctx: RequestContext) => Promise<void> | void, role?: string) => server.route(method, `${BASE}${path}`, family, h, role);
-  const body = async (ctx: RequestContext) => object(await readJson(ctx, { limit: 64 * 1024 }));
-  const notFound = () => new HttpError(404, 'Identity does not exist');
+export function identityFamily(auth: AuthLayer): Family {
+  const body = async (req: CoreRequest) => {
+    const v = await req.body({ limit: 64 * 1024 });
+    if (v === undefined) throw new RequestError(400, 'Request body is missing');
+    return object(v);
+  };
+  const notFound = () => new RequestError(404, 'Identity does not exist');
   const defined = () => {
     const all = new Set(KNOWN_PERMISSIONS);
     for (const i of auth.identities.list()) for (const p of i.permissions) all.add(p);
@@ -79,23 +80,23 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
   // and changes or deletes only identities that hold nothing it lacks (setting another identity's
   // password and logging in as it would be a grant too): no chain of identity edits gains a
   // permission (docs/rest-api.md "identity/v1").
-  const authoriseChange = (ctx: RequestContext, action: 'changing' | 'deleting', c: IdentityChanges, target?: Identity) => {
+  const authoriseChange = (req: CoreRequest, action: 'changing' | 'deleting', c: IdentityChanges, target?: Identity) => {
     const valid = defined();
     const unknown = (c.permissions ?? []).filter((p) => !valid.includes(p));
     if (unknown.length > 0) throw bad(`unknown permission ${unknown.join(', ')}; valid permissions: ${valid.join(', ')}`);
-    const held = auth.identities.get(ctx.principal?.name ?? '')?.permissions ?? [];
+    const held = req.identity?.permissions ?? [];
     if (held.includes(ADMIN_PERMISSION)) return;
     const had = target?.permissions ?? [];
     for (const p of c.permissions ?? []) {
       if (had.includes(p)) continue;
-      if (ADMIN_GRANTED.includes(p)) throw new HttpError(403, `granting ${p} needs ${ADMIN_PERMISSION}`);
-      if (!held.includes(p)) throw new HttpError(403, `granting ${p} needs ${p}`);
+      if (ADMIN_GRANTED.includes(p)) throw new RequestError(403, `granting ${p} needs ${ADMIN_PERMISSION}`);
+      if (!held.includes(p)) throw new RequestError(403, `granting ${p} needs ${p}`);
     }
     const beyond = had.find((p) => !held.includes(p));
-    if (beyond !== undefined) throw new HttpError(403, `${action} an identity with ${beyond} needs ${beyond}`);
+    if (beyond !== undefined) throw new RequestError(403, `${action} an identity with ${beyond} needs ${beyond}`);
     const same = (a: readonly string[], b: readonly string[]) => a.every((p) => b.includes(p)) && b.every((p) => a.includes(p));
-    if (target && target.name === ctx.principal?.name && c.permissions && !same(c.permissions, had)) {
-      throw new HttpError(403, `changing its own permissions needs ${ADMIN_PERMISSION}`);
+    if (target && target.name === req.identity?.name && c.permissions && !same(c.permissions, had)) {
+      throw new RequestError(403, `changing its own permissions needs ${ADMIN_PERMISSION}`);
     }
   };
   const checkStrength = (c: IdentityChanges) => {
@@ -111,54 +112,72 @@ export function mountIdentityApi(server: HttpServer, auth: AuthLayer): void {
     throw err;
   };
 
-  route('GET', '/passwordRequirements', (ctx) => ctx.json(200, requirementsOf(auth.console)));
-
-  route('GET', '/definedPermissions', (ctx) => ctx.json(200, { permissions: defined() }));
-
-  route('GET', '/identities', (ctx) => ctx.json(200, { userConfig: auth.identities.list().map(dto) }), ROLE);
-
-  route('POST', '/identities/byName', async (ctx) => {
-    const id = auth.identities.get(userName(await body(ctx)));
-    if (!id) throw notFound();
-    ctx.json(200, dto(id));
-  }, ROLE);
-
-  route('POST', '/identities', async (ctx) => {
-    const o = await body(ctx);
-    const name = userName(o);
-    if (!IDENTITY_NAME.test(name)) throw bad('identity names are 1-64 characters of A-Z a-z 0-9 _ . @ -');
-    const c = changes(o);
-    if (c.passwordAuthEnabled === true && c.password === undefined) throw bad('passwordAuthEnabled needs a password');
-    if (auth.identities.get(name)) throw bad(`Identity ${name} already exists`);
-    authoriseChange(ctx, 'changing', c);
-    checkStrength(c);
-    await auth.identities.create(name, c).catch(mapErrors);
-    auth.log.info('identity created', { identity: name, by: ctx.principal?.name });
-    ctx.empty(200);
-  }, ROLE);
-
-  route('PUT', '/identities', async (ctx) => {
-    const o = await body(ctx);
-    const name = userName(o);
-    const c = changes(o);
-    const cur = auth.identities.get(name);
-    if (!cur) throw notFound();
-    if (c.passwordAuthEnabled === true && c.password === undefined && cur.passwordHash === undefined) throw bad('passwordAuthEnabled needs a password');
-    authoriseChange(ctx, 'changing', c, cur);
-    checkStrength(c);
-    await auth.identities.update(name, c).catch(mapErrors);
-    auth.log.info('identity updated', { identity: name, by: ctx.principal?.name });
-    ctx.empty(200);
-  }, ROLE);
-
-  route('DELETE', '/identities', async (ctx) => {
-    const name = userName(await body(ctx));
-    const cur = auth.identities.get(name);
-    if (!cur) throw notFound();
-    if (name === ctx.principal?.name) throw bad('an identity cannot delete itself');
-    authoriseChange(ctx, 'deleting', {}, cur);
-    await auth.identities.delete(name).catch(mapErrors);
-    auth.log.info('identity deleted', { identity: name, by: ctx.principal?.name });
-    ctx.empty(200);
-  }, ROLE);
+  return {
+    name: 'identity/v1',
+    rest: '/services/identity/v1',
+    errors: 'json',
+    routes: [
+      { method: 'GET', path: 'passwordRequirements', handler: () => requirementsOf(auth.console) },
+      { method: 'GET', path: 'definedPermissions', handler: () => ({ permissions: defined() }) },
+      { method: 'GET', path: 'identities', role: ROLE, handler: () => ({ userConfig: auth.identities.list().map(dto) }) },
+      {
+        method: 'POST',
+        path: 'identities/byName',
+        role: ROLE,
+        handler: async (req) => {
+          const id = auth.identities.get(userName(await body(req)));
+          if (!id) throw notFound();
+          return dto(id);
+        },
+      },
+      {
+        method: 'POST',
+        path: 'identities',
+        role: ROLE,
+        handler: async (req) => {
+          const o = await body(req);
+          const name = userName(o);
+          if (!IDENTITY_NAME.test(name)) throw bad('identity names are 1-64 characters of A-Z a-z 0-9 _ . @ -');
+          const c = changes(o);
+          if (c.passwordAuthEnabled === true && c.password === undefined) throw bad('passwordAuthEnabled needs a password');
+          if (auth.identities.get(name)) throw bad(`Identity ${name} already exists`);
+          authoriseChange(req, 'changing', c);
+          checkStrength(c);
+          await auth.identities.create(name, c).catch(mapErrors);
+          auth.log.info('identity created', { identity: name, by: req.identity?.name });
+        },
+      },
+      {
+        method: 'PUT',
+        path: 'identities',
+        role: ROLE,
+        handler: async (req) => {
+          const o = await body(req);
+          const name = userName(o);
+          const c = changes(o);
+          const cur = auth.identities.get(name);
+          if (!cur) throw notFound();
+          if (c.passwordAuthEnabled === true && c.password === undefined && cur.passwordHash === undefined) throw bad('passwordAuthEnabled needs a password');
+          authoriseChange(req, 'changing', c, cur);
+          checkStrength(c);
+          await auth.identities.update(name, c).catch(mapErrors);
+          auth.log.info('identity updated', { identity: name, by: req.identity?.name });
+        },
+      },
+      {
+        method: 'DEL',
+        path: 'identities',
+        role: ROLE,
+        handler: async (req) => {
+          const name = userName(await body(req));
+          const cur = auth.identities.get(name);
+          if (!cur) throw notFound();
+          if (name === req.identity?.name) throw bad('an identity cannot delete itself');
+          authoriseChange(req, 'deleting', {}, cur);
+          await auth.identities.delete(name).catch(mapErrors);
+          auth.log.info('identity deleted', { identity: name, by: req.identity?.name });
+        },
+      },
+    ],
+  };
 }
