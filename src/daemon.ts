@@ -30,7 +30,8 @@ import { startDeployment } from './deploy/component.js';
 import { systemFamily } from './api/system.js';
 import { assetStatusFamily } from './api/asset-status.js';
 import { mountConsole } from './console/serve.js';
-import { mountDeployApi } from './api/deploy/rest.js';
+import { deployFamily } from './api/deploy/rest.js';
+import { mountDeployUpload } from './api/deploy/upload.js';
 import { ConfigurationService, type Loaded } from './configuration/service.js';
 import { configurationFamily } from './api/configuration.js';
 import { listenerSettingsOf, listenerText, withListeners } from './configuration/listeners.js';
@@ -136,7 +137,8 @@ export class Daemon {
     await auth.ready;
     const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, applications: this.applications, log });
     this.components.push(deploy);
-    mountDeployApi(http, { deploy: deploy.service, log });
+    this.mount(deployFamily(deploy.service, log));
+    mountDeployUpload(http, { deploy: deploy.service, log });
     this.mount(deployV2Family(deploy.service, log));
 
     await this.listen();

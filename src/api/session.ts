@@ -1,5 +1,9 @@
 // Session API v1, `/services/session/v1` (docs/rest-api.md "session/v1"; Kura's SessionRestService).
 // No route has a role: each endpoint does its own checks, in Kura's order. Errors are `{message}`.
+// Not on the request core (src/core/family.ts): a session is an HTTP thing through and through. Its
+// handlers set and expire cookies (`Set-Cookie`), read the session the authentication stage found
+// for the request's cookie, the client's address (the login throttle) and the client certificate of
+// the connection, none of which a transport-neutral request has, and there is no MQTT side.
 
 import { jsonFamily, type HttpServer } from '../http/server.js';
 import { HttpError, type RequestContext } from '../http/context.js';

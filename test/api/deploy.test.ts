@@ -14,7 +14,7 @@ import { DriverRegistry } from '../../src/drivers/registry.js';
 import { PluginHost } from '../../src/plugins/host.js';
 import { DeploymentService } from '../../src/deploy/service.js';
 import { validateDeploySection } from '../../src/deploy/config.js';
-import { mountDeployApi } from '../../src/api/deploy/rest.js';
+import { mountDeployApi } from '../helpers/deploy-api.js';
 import { buildDp, buildZip, exampleDriverExtension, commandWorks } from '../helpers/dp.js';
 import { SharedLines } from '../../src/drivers/lines.js';
 

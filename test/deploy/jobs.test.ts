@@ -15,7 +15,7 @@ import { DriverRegistry } from '../../src/drivers/registry.js';
 import { PluginHost } from '../../src/plugins/host.js';
 import { DeploymentService } from '../../src/deploy/service.js';
 import { validateDeploySection } from '../../src/deploy/config.js';
-import { mountDeployApi } from '../../src/api/deploy/rest.js';
+import { mountDeployApi } from '../helpers/deploy-api.js';
 import type { Job } from '../../src/deploy/jobs.js';
 import { buildDp } from '../helpers/dp.js';
 

@@ -1,231 +1,101 @@
-// Deployment API, `/services/deploy/v2` (docs/rest-api.md "deploy/v2"; Kura's DeploymentRestService).
-// Role `deploy`. Success bodies are JSON (statuses are bare JSON strings such as
-// `"REQUEST_RECEIVED"`); errors are Kura's text/plain strings.
+// Deployment API, `/services/deploy/v2` (docs/rest-api.md "deploy/v2"; Kura's DeploymentRestService),
+// a request-core family (src/core/family.ts) mounted on REST only. Role `deploy`. Success bodies are
+// JSON (statuses are bare JSON strings such as `"REQUEST_RECEIVED"`); errors are Kura's text/plain
+// strings. The upload (`POST _upload`) is the one route of the family that is not on the core: it
+// streams a multipart body to disk as it arrives (src/api/deploy/upload.ts).
 //
 // Extensions (documented in docs/rest-api.md): `GET /services/deploy/v2/_jobs` lists recent install
 // and uninstall jobs with their state, because Kura's API never says whether one failed, and
 // `DELETE /services/deploy/v2/_jobs/<id>` cancels one that is queued or downloading.
 
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
-import path from 'node:path';
-import busboy from 'busboy';
-import type { HttpServer } from '../../http/server.js';
-import { textFamily } from '../../http/server.js';
-import { HttpError, storageError, type RequestContext } from '../../http/context.js';
+import { RequestError } from '../../core/errors.js';
+import type { CoreRequest, Family } from '../../core/family.js';
 import { isPlainObject } from '../../core/schema.js';
-import { spaceMeter } from '../../store/reserve.js';
-import { mediaType, readJsonBody } from '../../http/body.js';
 import type { Logger } from '../../log.js';
 import type { DeploymentService } from '../../deploy/service.js';
 import { UrlRefusedError, redactUrl } from '../../deploy/fetch.js';
 import { DescriptorRequestError } from '../../deploy/descriptor.js';
-import { QueueFullError, type QueueSlot } from '../../deploy/jobs.js';
+import { QueueFullError } from '../../deploy/jobs.js';
 
-const BASE = '/services/deploy/v2';
-const ROLE = 'deploy';
+export const DEPLOY_BASE = '/services/deploy/v2';
+export const DEPLOY_ROLE = 'deploy';
 
-export function mountDeployApi(server: HttpServer, deps: { deploy: DeploymentService; log: Logger }): void {
-  const family = textFamily('deploy');
-  const { deploy } = deps;
-  const log = deps.log.child({ component: 'deploy-api' });
-
-  server.route('GET', BASE, family, (ctx) => ctx.json(200, deploy.list()), ROLE);
-
-  server.route('GET', `${BASE}/_jobs`, family, (ctx) => ctx.json(200, deploy.recentJobs()), ROLE);
-
-  // Extension (docs/rest-api.md): cancels a queued or downloading job; answers the job, now CANCELLED.
-  server.route('DELETE', `${BASE}/_jobs/:id`, family, (ctx) => {
-    const id = ctx.params.id!;
-    const r = /^[1-9]\d{0,15}$/.test(id) ? deploy.cancelJob(Number(id)) : undefined;
-    if (r === undefined) throw new HttpError(404, `No deployment job ${id}`);
-    if (r === 'busy') throw new HttpError(409, `Deployment job ${id} is being applied and cannot be cancelled`);
-    if (r === 'finished') throw new HttpError(409, `Deployment job ${id} has already ended`);
-    ctx.json(200, r);
-  }, ROLE);
-
-  server.route('POST', `${BASE}/_install`, family, async (ctx) => {
-    const url = await urlOf(ctx);
-    // An empty or missing url is 400 `Bad request` (Kura accepts "" and fails later; COMPATIBILITY.md).
-    if (typeof url !== 'string' || url === '') throw new HttpError(400, 'Bad request');
-    try {
-      ctx.json(200, deploy.requestInstall(url));
-    } catch (err) {
-      if (err instanceof UrlRefusedError) throw new HttpError(400, err.message);
-      if (err instanceof QueueFullError) throw new HttpError(507, err.message);
-      log.error('install request failed', { url: redactUrl(url), error: (err as Error).message });
-      throw new HttpError(500, `Error installing deployment package: ${redactUrl(url)}`);
-    }
-  }, ROLE);
-
-  server.route('POST', `${BASE}/_upload`, family, async (ctx) => {
-    // The upload's place in the queue is taken before its first byte is stored (docs/rest-api.md
-    // "deploy/v2"): a full queue refuses it at once.
-    let slot: QueueSlot;
-    try {
-      slot = deploy.reserveUpload();
-    } catch (err) {
-      ctx.req.resume();
-      if (err instanceof QueueFullError) throw new HttpError(507, err.message);
-      throw err;
-    }
-    const { file, filename } = await receiveUpload(ctx, deploy, slot, log).catch((err) => {
-      slot.release();
-      throw err;
-    });
-    try {
-      ctx.json(200, deploy.installUploaded(file, filename, slot));
-    } catch (err) {
-      await fsp.rm(file, { force: true });
-      log.error('upload could not be queued', { file: filename, error: (err as Error).message });
-      throw new HttpError(500, `Error installing deployment package: ${filename}`);
-    }
-  }, ROLE);
-
-  server.route('DELETE', `${BASE}/:name`, family, (ctx) => {
-    const name = ctx.params.name!;
-    try {
-      ctx.json(200, deploy.requestUninstall(name));
-    } catch (err) {
-      if (err instanceof QueueFullError) throw new HttpError(507, err.message);
-      log.error('uninstall request failed', { package: name, error: (err as Error).message });
-      throw new HttpError(500, `Error uninstalling deployment package: ${name}`);
-    }
-  }, ROLE);
-
-  server.route('PUT', `${BASE}/_packageDescriptor`, family, async (ctx) => {
-    const url = await urlOf(ctx);
-    try {
-      ctx.json(200, await deploy.packageDescriptor(url));
-    } catch (err) {
-      if (err instanceof DescriptorRequestError) throw new HttpError(400, err.message);
-      log.error('package descriptor failed', { url: String(url), error: (err as Error).message });
-      throw new HttpError(500, `Error checking package descriptor for ${String(url)}`);
-    }
-  }, ROLE);
+export function deployFamily(deploy: DeploymentService, baseLog: Logger): Family {
+  const log = baseLog.child({ component: 'deploy-api' });
+  return {
+    name: 'deploy/v2',
+    rest: DEPLOY_BASE,
+    role: DEPLOY_ROLE,
+    errors: 'text',
+    routes: [
+      { method: 'GET', path: '', handler: () => deploy.list() },
+      { method: 'GET', path: '_jobs', handler: () => deploy.recentJobs() },
+      // Extension (docs/rest-api.md): cancels a queued or downloading job; answers the job, now CANCELLED.
+      {
+        method: 'DEL',
+        path: '_jobs/:id',
+        handler: (req) => {
+          const id = req.params.id!;
+          const r = /^[1-9]\d{0,15}$/.test(id) ? deploy.cancelJob(Number(id)) : undefined;
+          if (r === undefined) throw new RequestError(404, `No deployment job ${id}`);
+          if (r === 'busy') throw new RequestError(409, `Deployment job ${id} is being applied and cannot be cancelled`);
+          if (r === 'finished') throw new RequestError(409, `Deployment job ${id} has already ended`);
+          return r;
+        },
+      },
+      {
+        method: 'POST',
+        path: '_install',
+        handler: async (req) => {
+          const url = await urlOf(req);
+          // An empty or missing url is 400 `Bad request` (Kura accepts "" and fails later; COMPATIBILITY.md).
+          if (typeof url !== 'string' || url === '') throw new RequestError(400, 'Bad request');
+          try {
+            return deploy.requestInstall(url);
+          } catch (err) {
+            if (err instanceof UrlRefusedError) throw new RequestError(400, err.message);
+            if (err instanceof QueueFullError) throw new RequestError(507, err.message);
+            log.error('install request failed', { url: redactUrl(url), error: (err as Error).message });
+            throw new RequestError(500, `Error installing deployment package: ${redactUrl(url)}`);
+          }
+        },
+      },
+      {
+        method: 'DEL',
+        path: ':name',
+        handler: (req) => {
+          const name = req.params.name!;
+          try {
+            return deploy.requestUninstall(name);
+          } catch (err) {
+            if (err instanceof QueueFullError) throw new RequestError(507, err.message);
+            log.error('uninstall request failed', { package: name, error: (err as Error).message });
+            throw new RequestError(500, `Error uninstalling deployment package: ${name}`);
+          }
+        },
+      },
+      {
+        method: 'PUT',
+        path: '_packageDescriptor',
+        handler: async (req) => {
+          const url = await urlOf(req);
+          try {
+            return await deploy.packageDescriptor(url);
+          } catch (err) {
+            if (err instanceof DescriptorRequestError) throw new RequestError(400, err.message);
+            log.error('package descriptor failed', { url: String(url), error: (err as Error).message });
+            throw new RequestError(500, `Error checking package descriptor for ${String(url)}`);
+          }
+        },
+      },
+    ],
+  };
 }
 
 /** The `url` of an InstallRequest body; `undefined` when absent. Malformed JSON is 400 (COMPATIBILITY.md). */
-async function urlOf(ctx: RequestContext): Promise<unknown> {
+async function urlOf(req: CoreRequest): Promise<unknown> {
   // A missing body is Kura's `Bad request` (its null-request check), not the generic message.
-  const body = await readJsonBody(ctx);
-  if (!isPlainObject(body)) throw new HttpError(400, 'Bad request');
+  const body = await req.body();
+  if (!isPlainObject(body)) throw new RequestError(400, 'Bad request');
   return body.url === null ? undefined : body.url;
-}
-
-/** What a multipart body may carry besides the file part (boundaries, part headers, small fields). */
-const MULTIPART_SLACK = 64 * 1024;
-
-/**
- * Streams the multipart part `file` to a file in dataDir, never holding it in memory, and refuses
- * more than `deploy.upload.max.bytes` with 413 (Kura has no limit). Other parts are drained. The
- * bytes are held in the upload's queue `slot` as they arrive: past `deploy.queue.max.bytes` the
- * upload ends with 507 (at once when its Content-Length already says so).
- */
-function receiveUpload(ctx: RequestContext, deploy: DeploymentService, slot: QueueSlot, log: Logger): Promise<{ file: string; filename: string }> {
-  const max = deploy.settings['upload.max.bytes'];
-  if (mediaType(ctx) !== 'multipart/form-data') {
-    ctx.req.resume();
-    return Promise.reject(new HttpError(400, 'Bad request: expected multipart/form-data with the package in the part "file"'));
-  }
-  const declared = Number(ctx.header('content-length'));
-  if (Number.isFinite(declared) && declared > max + MULTIPART_SLACK) {
-    ctx.req.resume();
-    return Promise.reject(new HttpError(413, `Upload larger than ${max} bytes`));
-  }
-  // The file is at least the body less its framing: held before the first byte is read.
-  const least = Number.isFinite(declared) ? Math.max(0, declared - MULTIPART_SLACK) : 0;
-  try {
-    slot.hold(least);
-  } catch (err) {
-    ctx.req.resume();
-    return Promise.reject(err instanceof QueueFullError ? new HttpError(507, err.message) : err);
-  }
-  return new Promise((resolve, reject) => {
-    let bb: busboy.Busboy;
-    try {
-      bb = busboy({ headers: ctx.req.headers, limits: { files: 5, fileSize: max, fields: 20, parts: 40, fieldSize: 64 * 1024 } });
-    } catch {
-      ctx.req.resume();
-      reject(new HttpError(400, 'Bad request: malformed multipart/form-data'));
-      return;
-    }
-    const target = deploy.incomingPath();
-    let out: fs.WriteStream | undefined;
-    let writing: Promise<void> | undefined;
-    let filename = '';
-    let received = 0;
-    let settled = false;
-    const fail = (err: HttpError) => {
-      if (settled) return;
-      settled = true;
-      ctx.req.unpipe(bb);
-      ctx.req.resume();
-      // The part will never end now; close the file ourselves, and answer once it is removed.
-      out?.destroy();
-      void (writing ?? Promise.resolve())
-        .catch(() => {})
-        .then(() => fsp.rm(target, { force: true }))
-        .catch(() => {})
-        .then(() => reject(err));
-    };
-    bb.on('file', (field, stream, info) => {
-      if (field !== 'file' || writing) {
-        stream.resume();
-        return;
-      }
-      filename = info.filename ?? '';
-      stream.on('limit', () => fail(new HttpError(413, `Upload larger than ${max} bytes`)));
-      // An upload stops at the data partition's reserve (507), checked before each chunk is written,
-      // and at the deploy queue's byte bound (507 naming the key).
-      const wrote = spaceMeter(path.dirname(target));
-      stream.on('data', (chunk: Buffer) => {
-        try {
-          wrote(chunk.length);
-        } catch (err) {
-          fail(storageError(err)!);
-          return;
-        }
-        received += chunk.length;
-        if (received <= least) return;
-        try {
-          slot.hold(received);
-        } catch (err) {
-          fail(err instanceof QueueFullError ? new HttpError(507, err.message) : new HttpError(500, `Error installing deployment package: ${filename}`));
-        }
-      });
-      const file = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
-      out = file;
-      writing = new Promise<void>((res, rej) => {
-        file.on('finish', res);
-        file.on('close', () => rej(new Error('upload file closed early')));
-        file.on('error', rej);
-        stream.on('error', rej);
-      });
-      stream.pipe(file);
-    });
-    bb.on('error', () => fail(new HttpError(400, 'Bad request: malformed multipart/form-data')));
-    bb.on('close', () => {
-      if (settled) return;
-      if (!writing) {
-        fail(new HttpError(400, 'Bad request: no part named "file"'));
-        return;
-      }
-      writing.then(
-        () => {
-          if (settled) return;
-          settled = true;
-          // What was stored, now that it is known exactly (the estimate may have been larger).
-          slot.hold(received);
-          resolve({ file: target, filename });
-        },
-        (err) => {
-          log.error('upload could not be stored', { file: filename, error: (err as Error)?.message ?? String(err) });
-          fail(storageError(err) ?? new HttpError(500, `Error installing deployment package: ${filename}`));
-        },
-      );
-    });
-    ctx.req.on('aborted', () => fail(new HttpError(400, 'Request aborted')));
-    ctx.req.pipe(bb);
-  });
 }
