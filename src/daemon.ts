@@ -12,28 +12,21 @@ import { openDataDir } from './store/datadir.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
 import { AssetRuntime, DriverPool } from './assets/service.js';
-import { assetsFamily } from './api/assets.js';
 import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
-import { identityFamily } from './api/identity.js';
 import { MqttService } from './mqtt/service.js';
 import { MqttClient } from './mqtt/client.js';
 import { Outbox } from './mqtt/outbox.js';
 import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
-import { assetV1Family } from './api/asset-v1/handler.js';
-import { deployV2Family } from './api/deploy/deploy-v2.js';
 import { familyApplication } from './mqtt/family-application.js';
 import { mountRest } from './http/rest-family.js';
 import type { Family } from './core/family.js';
-import { startDeployment } from './deploy/component.js';
-import { systemFamily } from './api/system.js';
-import { assetStatusFamily } from './api/asset-status.js';
+import { createDeployment } from './deploy/component.js';
+import { families } from './api/families.js';
 import { mountConsole } from './console/serve.js';
-import { deployFamily } from './api/deploy/rest.js';
 import { mountDeployUpload } from './api/deploy/upload.js';
 import { ConfigurationService, type Loaded } from './configuration/service.js';
-import { configurationFamily } from './api/configuration.js';
 import { listenerSettingsOf, listenerText, withListeners } from './configuration/listeners.js';
 import type { ListenerRefusal } from './configuration/store.js';
 
@@ -112,34 +105,32 @@ export class Daemon {
       .use(auth.authorise) //      the route's role: rest.<role> or kura.admin, else 403
       .filter(auth.challenge); //  403 without a principal → 401; WWW-Authenticate while BASIC is on
 
-    // REST families and MQTT applications.
+    // Front ends that are not on the request core (src/api/families.ts says why).
     mountSessionApi(http, auth);
-    this.mount(identityFamily(auth));
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
-    this.mount(assetsFamily(this.assets));
-    this.mount(assetV1Family(this.assets));
-    this.mount(assetStatusFamily(this.assets));
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
     const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
     const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
-    this.mount(systemFamily(http, { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }), listenersRefused: () => this.listenersRefused }));
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
     if (cfg.file) {
       const listeningPorts = () => http.listeners().map((l) => l.port);
       this.configuration = await ConfigurationService.start({ file: cfg.file, registry: this.registry, log, apply: (c) => this.apply(c), loaded: this.loaded, listeningPorts });
       this.loaded = undefined;
-      this.mount(configurationFamily(this.configuration));
     }
-    // Installed packages start (and register their drivers and providers) before the listeners accept;
-    // they may read the identity store, so its seeding is over first.
-    await auth.ready;
-    const deploy = await startDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, applications: this.applications, log });
-    this.components.push(deploy);
-    this.mount(deployFamily(deploy.service, log));
+    const deploy = createDeployment({ dataDir: cfg.dataDir, config: cfg.deploy, drivers: this.registry, auth: auth.providers, applications: this.applications, log });
     mountDeployUpload(http, { deploy: deploy.service, log });
-    this.mount(deployV2Family(deploy.service, log));
+
+    // Every resource family, on REST and as MQTT applications.
+    const system = { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }), listenersRefused: () => this.listenersRefused };
+    for (const family of families({ assets: this.assets, auth, http, system, configuration: this.configuration, deploy: deploy.service, log })) this.mount(family);
+
+    // Installed packages start (and register their drivers, providers and MQTT applications) before
+    // the listeners accept; they may read the identity store, so its seeding is over first.
+    await auth.ready;
+    await deploy.start();
+    this.components.push(deploy);
 
     await this.listen();
 

@@ -1,6 +1,6 @@
 // How the daemon starts deployment: one call that builds the plug-in host and the deployment
-// service, starts the installed packages, and hands back a daemon component. The REST API
-// (src/api/deploy/) is mounted by the daemon.
+// service and hands back a daemon component, whose `start` starts the installed packages. The
+// front ends (src/api/deploy/) are mounted by the daemon between the two.
 
 import type { Logger } from '../log.js';
 import type { DeployConfig } from './config.js';
@@ -22,19 +22,21 @@ export interface DeploymentDeps {
 export interface DeploymentComponent {
   name: 'deploy';
   service: DeploymentService;
+  /** Starts every installed package, in install order. */
+  start(): Promise<void>;
   reconfigure(config: { deploy: DeployConfig }): void;
   stop(): Promise<void>;
 }
 
-/** Starts every installed package, in install order. */
-export async function startDeployment(deps: DeploymentDeps): Promise<DeploymentComponent> {
+/** The deployment service and its plug-in host; no package runs before `start`. */
+export function createDeployment(deps: DeploymentDeps): DeploymentComponent {
   const plugins = new PluginHost({ log: deps.log, drivers: deps.drivers, auth: deps.auth, applications: deps.applications });
   // The package check follows the trust anchors and unsigned.allowed in force (DeploymentService.reconfigure).
   const service = new DeploymentService({ dataDir: deps.dataDir, config: deps.config, log: deps.log, plugins });
-  await service.start();
   return {
     name: 'deploy',
     service,
+    start: () => service.start(),
     reconfigure: (c) => service.reconfigure(c.deploy),
     stop: () => service.stop(),
   };

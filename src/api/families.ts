@@ -1,0 +1,47 @@
+// Every resource family of the daemon in one list, what src/daemon.ts mounts: each on REST, as an
+// MQTT application, or both, from its `rest` and `appId` (src/core/family.ts "Mounting"). The list
+// order is the order MQTT applications are announced in BIRTH's `application_ids`, before those
+// that installed packages add. Two routes are not on the request core and are mounted beside the
+// list: session/v1 (src/api/session.ts) and the deploy/v2 upload (src/api/deploy/upload.ts); their
+// headers say why.
+
+import type { Family } from '../core/family.js';
+import type { HttpServer } from '../http/server.js';
+import type { Logger } from '../log.js';
+import type { AssetService } from '../assets/types.js';
+import type { PollStatus } from '../assets/service.js';
+import type { AuthLayer } from '../auth/layer.js';
+import type { ConfigurationService } from '../configuration/service.js';
+import type { DeploymentService } from '../deploy/service.js';
+import { assetsFamily } from './assets.js';
+import { assetStatusFamily } from './asset-status.js';
+import { assetV1Family } from './asset-v1/handler.js';
+import { systemFamily, type SystemDeps } from './system.js';
+import { identityFamily } from './identity.js';
+import { configurationFamily } from './configuration.js';
+import { deployFamily } from './deploy/rest.js';
+import { deployV2Family } from './deploy/deploy-v2.js';
+
+export interface FamilyDeps {
+  assets: AssetService & { pollStatus(pid: string): PollStatus };
+  auth: AuthLayer;
+  http: HttpServer;
+  system: SystemDeps;
+  /** The runtime configuration; undefined for a daemon built without a file (no configuration/v2). */
+  configuration: ConfigurationService | undefined;
+  deploy: DeploymentService;
+  log: Logger;
+}
+
+export function families(d: FamilyDeps): Family[] {
+  return [
+    assetsFamily(d.assets), //                   REST /services/assets
+    assetV1Family(d.assets), //                  MQTT ASSET-V1
+    assetStatusFamily(d.assets), //              REST /services/assets/{pid}/_status
+    systemFamily(d.http, d.system), //           REST /services/system/v1
+    identityFamily(d.auth), //                   REST /services/identity/v1
+    ...(d.configuration ? [configurationFamily(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2
+    deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
+    deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
+  ];
+}
