@@ -9,8 +9,8 @@
 // values are trimmed; an option-valued key must be one of its options; a missing column takes the
 // default of a required key; in a name, space, `#` and `+` become `_`. Where Kura is silent or
 // lossy, gatewayd refuses instead (each in COMPATIBILITY.md "Channels as CSV"): a duplicate name, a
-// row with a bad value (Kura skips the row), a BOOLEAN other than true/false, any problem at all
-// applies nothing.
+// row with an empty required value (Kura skips the row), a BOOLEAN other than true/false; and any
+// problem at all applies nothing.
 
 import { Buffer } from 'node:buffer';
 
