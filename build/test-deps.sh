@@ -13,6 +13,9 @@ command -v busybox >/dev/null 2>&1 || need="$need busybox"
 # test/build/licences.test.ts copies a checkout the way Buildroot does, with rsync.
 command -v rsync >/dev/null 2>&1 || need="$need rsync"
 /usr/bin/python3 -c 'import pymodbus' >/dev/null 2>&1 || need="$need python3-pymodbus"
+# test/assets/channels-csv-peer.test.ts: Apache Commons CSV, the CSV library of Kura's web UI (run by the JDK).
+[ -f /usr/share/java/commons-csv.jar ] || need="$need libcommons-csv-java"
+command -v java >/dev/null 2>&1 || need="$need default-jre-headless"
 # test/console/*: the field console in a real browser (Debian's chromium, driven by playwright-core).
 [ -x /usr/bin/chromium ] || need="$need chromium"
 [ -z "$need" ] && exit 0
