@@ -189,9 +189,11 @@ export class Writer {
   }
 }
 
-class DecodeError extends Error {}
+/** What the protobuf Reader throws (a truncated or malformed message); also used by the Sparkplug B codec. */
+export class DecodeError extends Error {}
 
-class Reader {
+/** Protobuf reader over one message's bytes (nested messages get their own reader). */
+export class Reader {
   pos = 0;
   constructor(readonly buf: Buffer) {}
 
