@@ -4,8 +4,8 @@
 // to exactly its value, and what the parse refuses for REST it refuses here with the same message.
 
 import t from 'tap';
-import { parseValueText } from '../../src/assets/values.js';
-import { VALUE_TYPES, type TypedValue } from '../../src/assets/types.js';
+import { parseValueText } from '../../src/channels/values.js';
+import { VALUE_TYPES, type TypedValue } from '../../src/channels/types.js';
 import { DATATYPES } from '../../src/mqtt/sparkplug/datatypes.js';
 import { channelTypeOf, DATATYPE_OF_CHANNEL, metricDescription, metricValueOf, writeTextOf, type ChannelValue } from '../../src/mqtt/sparkplug/channel-values.js';
 import { decodeSparkplugPayload, encodeSparkplugPayload, type SparkplugMetric } from '../../src/mqtt/sparkplug/payload.js';
