@@ -20,6 +20,8 @@ export function ensureBundle(): string {
 
 export interface TestLike {
   teardown(fn: () => unknown): void;
+  /** tap's: false once an assertion of the test has failed. */
+  passing?(): boolean;
 }
 
 export interface Response {
@@ -120,13 +122,19 @@ export async function startDaemon(
 export function watchProcess(t: TestLike, proc: ChildProcess, ports: Daemon['ports'], dataDir: string, configFile: string, dir: string, watch: LineWatch = watchLines(proc)): Daemon {
   if (process.env.GATEWAYD_TEST_LOGS) watch.onLine((line) => process.stderr.write(`[gatewayd ${proc.pid}] ${line}\n`));
   const exited = watch.exited.then(({ code }) => code);
+  const { lines: logs, waitFor: waitForLog } = watch;
   t.teardown(async () => {
+    // A failed test shows how the daemon ended: its exit and its last lines, which a CI log
+    // otherwise loses with the temporary directory.
+    if (t.passing && !t.passing()) {
+      const state = proc.exitCode !== null || proc.signalCode !== null ? `exited (${proc.exitCode ?? proc.signalCode})` : 'running';
+      process.stderr.write(`# gatewayd ${proc.pid} ${state}; its last log lines:\n${logs.slice(-40).map((l) => `#   ${l}`).join('\n')}\n`);
+    }
     if (proc.exitCode === null && proc.signalCode === null) {
       proc.kill('SIGKILL');
       await exited;
     }
   });
-  const { lines: logs, waitFor: waitForLog } = watch;
   return {
     proc,
     dir,
