@@ -8,15 +8,8 @@ import { assetsView } from './views/assets';
 import { packagesView } from './views/packages';
 import { identitiesView } from './views/identities';
 import { configView } from './views/config';
+import { allowed, type Identity, type View } from './views/common';
 
-export interface Identity {
-  name: string;
-  permissions: string[];
-  passwordChangeNeeded: boolean;
-}
-
-/** A view draws into `root` and returns what stops its refreshing. */
-export type View = (root: HTMLElement, args: string[], me: Identity) => (() => void) | void;
 
 const VIEWS: { path: string; title: string; permission: string; render: View }[] = [
   { path: 'status', title: 'Status', permission: 'rest.system', render: statusView },
@@ -30,8 +23,6 @@ const app = document.getElementById('app')!;
 const FLAG = 'gatewayd.console.session';
 let me: Identity | undefined;
 let stopView: (() => void) | void;
-
-export const allowed = (id: Identity, permission: string): boolean => id.permissions.includes('kura.admin') || id.permissions.includes(permission);
 
 function stop(): void {
   if (stopView) stopView();

@@ -1,6 +1,18 @@
 import { ApiError } from '../api';
 import { h } from '../dom';
 
+/** Who is signed in (session/v1 currentIdentity). */
+export interface Identity {
+  name: string;
+  permissions: string[];
+  passwordChangeNeeded: boolean;
+}
+
+/** A view draws into `root` and returns what stops its refreshing. */
+export type View = (root: HTMLElement, args: string[], me: Identity) => (() => void) | void;
+
+export const allowed = (id: Identity, permission: string): boolean => id.permissions.includes('kura.admin') || id.permissions.includes(permission);
+
 /** An error as the view shows it: a 403 names the permission the identity lacks. */
 export function problem(e: unknown, permission?: string): HTMLElement {
   const msg = e instanceof ApiError && e.status === 403

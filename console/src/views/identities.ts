@@ -2,8 +2,7 @@
 
 import { call, get, post, I } from '../api';
 import { field, h, replace, uid } from '../dom';
-import { problem, table } from './common';
-import type { Identity } from '../main';
+import { problem, table, type Identity } from './common';
 
 interface Ident { userName: string; passwordAuthEnabled: boolean; passwordChangeNeeded: boolean; permissions: string[] }
 
