@@ -42,12 +42,13 @@ typecheck: deps
 test: deps test-deps build typecheck
 	npx tap --jobs=$(TAP_JOBS) $(TAP_ARGS)
 
-# One test file, without the typecheck and without tap's runner (README "Developing"):
+# One test file, without the typecheck and without tap's runner (README "Developing"), with the
+# runner's time limit per file (package.json tap.timeout; a file run alone otherwise stops at 30 s):
 # make test-one T=test/api/assets.test.ts
 T ?=
 test-one: deps build
 	@test -n "$(T)" || { echo 'usage: make test-one T=test/<layer>/<name>.test.ts' >&2; exit 64; }
-	$(NODE) --import tsx $(T)
+	TAP_TIMEOUT=$${TAP_TIMEOUT:-120} $(NODE) --import tsx $(T)
 
 check: test
 
