@@ -48,7 +48,7 @@ test: deps test-deps build typecheck
 T ?=
 test-one: deps build
 	@test -n "$(T)" || { echo 'usage: make test-one T=test/<layer>/<name>.test.ts' >&2; exit 64; }
-	TAP_TIMEOUT=$${TAP_TIMEOUT:-120} $(NODE) --import tsx $(T)
+	TAP_TIMEOUT=$${TAP_TIMEOUT:-300} $(NODE) --import tsx $(T)
 
 check: test
 
