@@ -3,7 +3,7 @@
 // (COMPATIBILITY.md "Decided deviations").
 
 import { parseVersion, compareVersions, formatVersion } from './version.js';
-import { parseXml, firstElement, textContent, type XmlElement } from './xml.js';
+import { parseXml, firstElement, textContent, type XmlElement } from '../core/xml.js';
 
 /** A request refused with 400 and one of Kura's messages. */
 export class DescriptorRequestError extends Error {

@@ -3,7 +3,7 @@
 
 import t from 'tap';
 import { DescriptorRequestError, compatibilityVersion, descriptorApiUrl, descriptorFromXml, isCompatible, nodeIdOf } from '../../src/deploy/descriptor.js';
-import { parseXml, textContent } from '../../src/deploy/xml.js';
+import { parseXml, textContent } from '../../src/core/xml.js';
 import { validateDeploySection } from '../../src/deploy/config.js';
 
 const MP = 'https://marketplace.eclipse.org/marketplace-client-intro?mpc_install=';

@@ -14,21 +14,15 @@
 // REST. What no channel can hold (null, DataSet, Template, arrays, a metric without datatype) is
 // refused here.
 
+import type { TypedValue, ValueType } from '../../channels/types.js';
 import type { SparkplugDataType } from './datatypes.js';
 import type { MetricDataType, SparkplugMetric } from './payload.js';
 
-/** gatewayd's channel value types (a channel's `value.type`, docs/configuration.md; the channel model's `ValueType`). */
-export type ChannelValueType = 'BOOLEAN' | 'INTEGER' | 'LONG' | 'FLOAT' | 'DOUBLE' | 'STRING' | 'BYTE_ARRAY';
+/** gatewayd's channel value types (a channel's `value.type`, docs/configuration.md). */
+export type ChannelValueType = ValueType;
 
-/** A channel value in the channel model's representation (its `TypedValue`). */
-export type ChannelValue =
-  | { type: 'BOOLEAN'; value: boolean }
-  | { type: 'INTEGER'; value: number }
-  | { type: 'LONG'; value: bigint }
-  | { type: 'FLOAT'; value: number }
-  | { type: 'DOUBLE'; value: number }
-  | { type: 'STRING'; value: string }
-  | { type: 'BYTE_ARRAY'; value: Buffer };
+/** A channel value in the channel model's representation. */
+export type ChannelValue = TypedValue;
 
 /** The datatype a channel of each value type is born with in DBIRTH. */
 export const DATATYPE_OF_CHANNEL = Object.freeze({
