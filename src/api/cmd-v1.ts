@@ -154,6 +154,9 @@ export function commandFamily(d: CommandFamilyDeps): Family {
     if (program === undefined || program.trim() === '') throw bad('command.command is required');
     const args = p.list('command.argument', true);
     const pairs = p.list('command.environment.pair', false);
+    // The kernel's execve takes C strings: a NUL would end one early (Node refuses them outright).
+    const nul = [['command.command', program], ...args.map((a, i) => [`command.argument${i}`, a]), ...pairs.map((e, i) => [`command.environment.pair${i}`, e])].find(([, v]) => v.includes('\u0000'));
+    if (nul) throw bad(`${nul[0]} contains a NUL character`);
     const env: Record<string, string> = { PATH: process.env.PATH || DEFAULT_PATH };
     for (const [i, pair] of pairs.entries()) {
       const eq = pair.indexOf('=');

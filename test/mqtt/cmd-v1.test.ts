@@ -12,7 +12,8 @@ import t from 'tap';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startDaemon } from '../helpers/daemon.js';
+import os from 'node:os';
+import { runCli, startDaemon } from '../helpers/daemon.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
@@ -298,6 +299,9 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
     const wrongType = await kapua.exec([s('command.command', 'true'), s('command.password', PASSWORD), s('command.timeout', '5')]);
     t.equal(wrongType.metrics['response.code'], 400);
     t.match(wrongType.metrics['response.exception.message'], /command\.timeout must be a INT32 metric/);
+    const nul = await kapua.exec(command('printf', ['a\u0000b'], { password: PASSWORD }));
+    t.equal(nul.metrics['response.code'], 400);
+    t.match(nul.metrics['response.exception.message'], /command\.argument0 contains a NUL character/);
     const noCmd = await kapua.exec([s('command.password', PASSWORD)]);
     t.equal(noCmd.metrics['response.code'], 400);
     t.match(noCmd.metrics['response.exception.message'], /command\.command is required/);
@@ -320,6 +324,29 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
     const after = await kapua.exec(command('true', [], { password: PASSWORD }));
     t.equal(after.metrics['response.code'], 200, 'free again once it ended');
     await setCommand({ 'command.max.concurrent': ['INTEGER', 2] });
+  });
+
+  await t.test('parallel requesters: each gets its own replies; the third at once is busy', async (t) => {
+    const other = new Kapua(broker.url);
+    await other.start();
+    t.teardown(() => other.client.end());
+    // Each runs until the test makes `release`, which it does once the third has its answer.
+    const held = (name: string) => `: > ${name}.started; while [ ! -e release ]; do sleep 0.1; done; echo ${name}`;
+    const results = await Promise.all([
+      kapua.exec(command('sh', ['-c', held('one')], { password: PASSWORD })),
+      other.exec(command('sh', ['-c', held('two')], { password: PASSWORD })),
+      (async () => {
+        await until(() => fs.existsSync(path.join(workDir, 'one.started')) && fs.existsSync(path.join(workDir, 'two.started')), 10_000, 'both started');
+        const third = await other.exec(command('echo', ['three'], { password: PASSWORD }));
+        fs.writeFileSync(path.join(workDir, 'release'), '');
+        return third;
+      })(),
+    ]);
+    t.same(results.map((r) => r.metrics['response.code']), [200, 200, 500]);
+    t.equal(results[0]!.metrics['command.stdout'], 'one\n');
+    t.equal(results[1]!.metrics['command.stdout'], 'two\n');
+    t.match(results[2]!.metrics['response.exception.message'], /^Busy: 2 commands are running/);
+    t.ok(results[0]!.topic.includes(`/${kapua.id}/`) && results[1]!.topic.includes(`/${other.id}/`), 'to its own requester');
   });
 
   await t.test('requester permissions: rest.command or kura.admin', async (t) => {
@@ -362,4 +389,56 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
     t.pass('killed');
     t.equal(await kapua.send('EXEC/command', command('true', [], { password: PASSWORD }), { wait: 1500 }), undefined, 'no reply');
   });
+});
+
+t.test('enabled in the file: in the first BIRTH; stopping the daemon ends the running commands', mosquittoSkip(), async (t) => {
+  const broker = await startMosquitto();
+  t.teardown(() => broker.close());
+  const births: string[][] = [];
+  const watcher = new MqttClient({ url: broker.url, clientId: 'birth-watcher-2', keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
+  watcher.on('message', (topic: string, raw: Buffer) => {
+    const d = decodeKuraPayload(raw);
+    if (d.ok && topic.endsWith('/MQTT/BIRTH')) births.push(String(d.value.metrics.find((m) => m.name === 'application_ids')?.value).split(','));
+  });
+  watcher.start();
+  await until(() => watcher.isConnected, 5000, 'watcher');
+  await watcher.subscribe(`$EDC/${ACCOUNT}/${DEVICE}/MQTT/#`, 1);
+  t.teardown(() => watcher.end());
+  const d = await startDaemon(t, {
+    mqtt: { enabled: true, 'broker-url': broker.url, 'client-id': DEVICE, 'topic.context.account-name': ACCOUNT, 'payload.encoding': 'kura-protobuf' },
+    command: { 'command.enabled': true, 'command.password': PASSWORD, 'command.working.directory': 'jobs' },
+  });
+  await until(() => births.length > 0, 10_000, 'BIRTH');
+  t.ok(births[0]!.includes('CMD-V1'), `the first BIRTH: ${births[0]}`);
+  const kapua = new Kapua(broker.url);
+  await kapua.start();
+  t.teardown(() => kapua.client.end());
+  const dir = path.join(d.dataDir, 'jobs');
+  const r = await kapua.exec(command('sh', ['-c', 'echo $$ > long.pid; exec sleep 300'], { password: PASSWORD, async: true }));
+  t.equal(r.metrics['response.code'], 200);
+  const pidFile = path.join(dir, 'long.pid');
+  await until(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').endsWith('\n'), 5000, 'long.pid');
+  const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+  t.ok(alive(pid), 'running in the configured working directory');
+  t.equal(await d.stop(), 0, 'a clean stop');
+  await until(() => !alive(pid), 5000, 'the command ended with the daemon');
+  t.pass('ended');
+});
+
+t.test('check-config: the command section is checked like every other', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-cmd-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'gw.json');
+  fs.writeFileSync(file, JSON.stringify({ dataDir: path.join(dir, 'data'), command: { 'command.enabled': 'yes', 'command.working.directory': '/etc', 'command.timeout': 3601, 'command.output.max.bytes': 262145, 'command.max.concurrent': 0, 'command.pasword': 'x' } }));
+  const r = runCli(['check-config', '--config', file]);
+  t.equal(r.status, 1);
+  const errors = r.stdout.split('\n').filter((l) => l.startsWith('error: ')).sort();
+  t.same(errors, [
+    'error: command.command.enabled: expected true or false, got string',
+    'error: command.command.max.concurrent: must be at least 1, got 0',
+    'error: command.command.output.max.bytes: must be at most 262144, got 262145',
+    'error: command.command.pasword: unknown key; did you mean "command.password"?',
+    'error: command.command.timeout: must be between 1 and 3600 s (1 h), got 3601',
+    `error: command.command.working.directory: must be inside dataDir (${path.join(dir, 'data')}), got "/etc"`,
+  ]);
 });
