@@ -6,7 +6,8 @@
 // Registered only while `command.enabled` (the family's `active`), so it is in BIRTH's
 // application_ids only then. Every request needs the requester permission `rest.command` (or
 // kura.admin; docs/mqtt.md "Who may send requests") and then the device's `command.password`,
-// compared in constant time; an empty configured password refuses every request. The program runs
+// compared in constant time, guessing slowed down; an empty configured password refuses every
+// request. The program runs
 // without a shell, in a working directory inside dataDir, for at most `command.timeout` seconds,
 // its output bounded (src/command/runner.ts). Every run is logged with its exit status; its
 // standard input, the password and the environment's values never are.
@@ -19,6 +20,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { nodeCrypto } from '../core/builtin.js';
+import { monotonicNow } from '../core/clock.js';
 import { RequestError, notSupported } from '../core/errors.js';
 import { METHODS, PayloadReply, type CoreRequest, type Family } from '../core/family.js';
 import type { KuraMetric, MetricType } from '../core/metrics.js';
@@ -105,6 +107,37 @@ class Params {
   }
 }
 
+/** Wrong passwords allowed before any wait: a typo or a few cost nothing. */
+const FREE_FAILURES = 5;
+const FIRST_WAIT_MS = 1000;
+const LONGEST_WAIT_MS = 60_000;
+
+/**
+ * Guessing the password: after FREE_FAILURES wrong ones, each further one closes CMD-V1 to every
+ * password for a while (1 s, doubling up to 60 s), whoever asks: a requester id is the client's
+ * to choose, so it cannot be what is counted. Requests refused while closed are not checked and do
+ * not count (they cannot push the wait beyond the longest); the right password clears the count.
+ */
+class PasswordThrottle {
+  private failures = 0;
+  private until = 0;
+
+  /** Seconds until a password is checked again; 0: now. */
+  wait(now: number): number {
+    return now < this.until ? Math.ceil((this.until - now) / 1000) : 0;
+  }
+
+  failed(now: number): void {
+    this.failures++;
+    if (this.failures > FREE_FAILURES) this.until = now + Math.min(LONGEST_WAIT_MS, FIRST_WAIT_MS * 2 ** Math.min(16, this.failures - FREE_FAILURES - 1));
+  }
+
+  succeeded(): void {
+    this.failures = 0;
+    this.until = 0;
+  }
+}
+
 /** Equal passwords, in a time that depends on neither (SHA-256 first: equal lengths for timingSafeEqual). */
 function samePassword(given: string, expected: string): boolean {
   const c = nodeCrypto();
@@ -114,6 +147,7 @@ function samePassword(given: string, expected: string): boolean {
 
 export function commandFamily(d: CommandFamilyDeps): Family {
   const log = d.log.child({ component: 'command' });
+  const throttle = new PasswordThrottle();
 
   /** The request's working directory: the configured one, or one given relative to it; inside dataDir, links resolved. */
   function workingDirectory(asked: string | undefined, cfg: CommandConfig): string {
@@ -146,10 +180,17 @@ export function commandFamily(d: CommandFamilyDeps): Family {
       log.warn('CMD-V1 request refused: command.password is not set on the device', { requester });
       throw bad('the device has no command.password: remote commands are refused until one is set');
     }
+    const wait = throttle.wait(monotonicNow());
+    if (wait > 0) {
+      log.warn('CMD-V1 request refused: too many wrong passwords', { requester, wait });
+      throw bad(`too many wrong passwords: no password is checked for ${wait} s`);
+    }
     if (password === undefined || !samePassword(password, cfg['command.password'])) {
+      throttle.failed(monotonicNow());
       log.warn('CMD-V1 request refused: wrong or missing password', { requester });
       throw bad(WRONG_PASSWORD);
     }
+    throttle.succeeded();
     const program = p.get('command.command', 'STRING');
     if (program === undefined || program.trim() === '') throw bad('command.command is required');
     const args = p.list('command.argument', true);

@@ -204,6 +204,29 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
     t.same(conf.configs[0].properties['command.password'], { value: 'placeholder', type: 'PASSWORD' }, 'never shown');
   });
 
+  await t.test('guessing the password: after a few wrong ones, no password is checked for a while', async (t) => {
+    const replies: Reply[] = [];
+    // Five free failures, then waits of 1, 2, 4, 8 s: some of ten quick guesses find it closed.
+    for (let i = 0; i < 10; i++) replies.push(await kapua.exec(command('true', [], { password: `guess-${i}` })));
+    t.ok(replies.every((r) => r.metrics['response.code'] === 400 && !('command.exit.code' in r.metrics)), 'all refused, nothing ran');
+    t.same(replies.slice(0, 6).map((r) => r.metrics['response.exception.message']), Array(6).fill('Bad request. Password required but not correct and/or missing'), 'five free, the sixth checked');
+    const closed = replies.filter((r) => /too many wrong passwords: no password is checked for \d+ s/.test(String(r.metrics['response.exception.message'])));
+    t.ok(closed.length > 0, `${closed.length} refused unchecked`);
+    // The right password works again once the wait is over, and clears the count.
+    let ok: Reply | undefined;
+    for (let i = 0; i < 40 && ok?.metrics['response.code'] !== 200; i++) {
+      ok = await kapua.exec(command('true', [], { password: PASSWORD }));
+      if (ok.metrics['response.code'] !== 200) {
+        t.match(ok.metrics['response.exception.message'], /too many wrong passwords/, 'refused only while closed');
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+    t.equal(ok?.metrics['response.code'], 200, 'the right password, once the wait is over');
+    t.equal((await kapua.exec(command('true', [], { password: 'one-typo' }))).metrics['response.exception.message'], 'Bad request. Password required but not correct and/or missing', 'the count started again');
+    t.equal((await kapua.exec(command('true', [], { password: PASSWORD }))).metrics['response.code'], 200);
+    t.ok(d.logs.some((l) => /too many wrong passwords/.test(l)), 'logged');
+  });
+
   await t.test('no shell: arguments with metacharacters reach the program as given', async (t) => {
     const args = ['a;b', '$(id)', '`id`', '*', '|x', '&& echo pwned', "'quoted'", '$HOME', 'two words', '>out.txt'];
     const r = await kapua.exec(command('printf', ['%s\\n', ...args], { password: PASSWORD }));
