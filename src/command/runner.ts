@@ -127,10 +127,22 @@ export class CommandRunner {
       let startError: string | undefined;
       let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
       let killTimer: NodeJS.Timeout | undefined;
+      let closeTimer: NodeJS.Timeout | undefined;
+      // A process that left the group (setsid) may hold the output pipes open after the program
+      // ended and its group was killed: the run ends anyway, its output as far as it came.
+      const closeSoon = () => {
+        closeTimer ??= setTimeout(() => {
+          child.stdout!.destroy();
+          child.stderr!.destroy();
+        }, KILL_GRACE_MS);
+      };
       const timer = setTimeout(() => {
         timedOut = true;
         killGroup(child, 'SIGTERM');
-        killTimer = setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS);
+        killTimer = setTimeout(() => {
+          killGroup(child, 'SIGKILL');
+          closeSoon();
+        }, KILL_GRACE_MS);
       }, spec.timeoutMs);
       child.stdout!.on('data', (c: Buffer) => stdout.add(c));
       child.stderr!.on('data', (c: Buffer) => stderr.add(c));
@@ -144,10 +156,12 @@ export class CommandRunner {
         exit = { code, signal };
         // What the program left running in its group ends with it: nothing outlives its run.
         killGroup(child, 'SIGKILL');
+        closeSoon();
       });
       child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
         clearTimeout(timer);
         clearTimeout(killTimer);
+        clearTimeout(closeTimer);
         this.running.delete(child);
         const e = exit ?? { code, signal };
         const exitCode = startError !== undefined ? (startError === 'EACCES' ? NOT_EXECUTABLE_EXIT : NOT_FOUND_EXIT) : timedOut ? undefined : e.code ?? 128 + signalNumber(e.signal);

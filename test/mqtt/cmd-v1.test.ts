@@ -297,6 +297,14 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
     const grandchild = Number(fs.readFileSync(path.join(workDir, 'grandchild.pid'), 'utf8'));
     await until(() => !alive(grandchild), 5000, 'grandchild gone');
     t.pass(`grandchild ${grandchild} killed`);
+    // A process that leaves the group holds the output pipe open: the run still ends when the program does.
+    const escaped = await kapua.exec(command('sh', ['-c', 'setsid sleep 300 & echo $!'], { password: PASSWORD }));
+    t.equal(escaped.metrics['response.code'], 200);
+    t.equal(escaped.metrics['command.exit.code'], 0, 'answered, though a process of its own session keeps the pipe');
+    const escapedPid = Number(escaped.metrics['command.stdout']);
+    t.teardown(() => {
+      if (alive(escapedPid)) process.kill(escapedPid, 'SIGKILL');
+    });
     const short = await kapua.exec(command('sleep', ['300'], { password: PASSWORD, timeout: 1 }));
     t.equal(short.metrics['command.timedout'], true, 'a shorter timeout of the request applies');
     await setCommand({ 'command.timeout': ['INTEGER', 60] });
