@@ -154,7 +154,9 @@ export class CommandRunner {
       });
       child.on('exit', (code, signal) => {
         exit = { code, signal };
-        // What the program left running in its group ends with it: nothing outlives its run.
+        // The program has ended: the timeout no longer applies to it, and what it left running in
+        // its group ends with it: nothing outlives its run.
+        if (!timedOut) clearTimeout(timer);
         killGroup(child, 'SIGKILL');
         closeSoon();
       });

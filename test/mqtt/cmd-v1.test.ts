@@ -298,7 +298,9 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
     await until(() => !alive(grandchild), 5000, 'grandchild gone');
     t.pass(`grandchild ${grandchild} killed`);
     // A process that leaves the group holds the output pipe open: the run still ends when the program does.
-    const escaped = await kapua.exec(command('sh', ['-c', 'setsid sleep 300 & echo $!'], { password: PASSWORD }));
+    // The program waits until the escaped process has its own session (it writes its pid then).
+    const escape = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' & while [ ! -s escaped.pid ]; do sleep 0.05; done; cat escaped.pid";
+    const escaped = await kapua.exec(command('sh', ['-c', escape], { password: PASSWORD }));
     t.equal(escaped.metrics['response.code'], 200);
     t.equal(escaped.metrics['command.exit.code'], 0, 'answered, though a process of its own session keeps the pipe');
     const escapedPid = Number(escaped.metrics['command.stdout']);
