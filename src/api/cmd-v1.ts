@@ -154,18 +154,25 @@ export function commandFamily(d: CommandFamilyDeps): Family {
     const dataDir = d.dataDir();
     const base = workingDirectoryOf(cfg, dataDir);
     if (base === undefined) throw new RequestError(500, 'command.working.directory is outside dataDir');
-    if (!asked) fs.mkdirSync(base, { recursive: true, mode: 0o700 });
+    if (!asked) {
+      try {
+        fs.mkdirSync(base, { recursive: true, mode: 0o700 });
+      } catch {
+        // a file in its place: the checks below say so
+      }
+    }
     const dir = asked ? path.resolve(base, asked) : base;
+    const shown = asked || cfg['command.working.directory'] || 'command';
     let real: string;
     try {
       real = fs.realpathSync(dir);
-      if (!fs.statSync(real).isDirectory()) throw bad(`command.working.directory ${asked} is not a directory`);
+      if (!fs.statSync(real).isDirectory()) throw bad(`command.working.directory ${shown} is not a directory`);
     } catch (err) {
       if (err instanceof RequestError) throw err;
-      throw bad(`command.working.directory ${asked} does not exist`);
+      throw bad(`command.working.directory ${shown} does not exist`);
     }
     // Links resolved on both sides: a link inside dataDir to /etc is outside.
-    if (!inside(fs.realpathSync(dataDir), real)) throw bad(`command.working.directory ${asked} is outside the data directory`);
+    if (!inside(fs.realpathSync(dataDir), real)) throw bad(`command.working.directory ${shown} is outside the data directory`);
     return real;
   }
 

@@ -182,6 +182,10 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
       t.match(r.metrics['response.exception.message'], /outside the data directory/, dir);
       t.notOk('command.stdout' in r.metrics, `${dir}: nothing ran`);
     }
+    fs.writeFileSync(path.join(workDir, 'a-file'), 'x');
+    const file = await kapua.exec(command('pwd', [], { password: PASSWORD, dir: 'a-file' }));
+    t.equal(file.metrics['response.code'], 400);
+    t.match(file.metrics['response.exception.message'], /command\.working\.directory a-file is not a directory/);
     const missing = await kapua.exec(command('pwd', [], { password: PASSWORD, dir: 'nope' }));
     t.equal(missing.metrics['response.code'], 400);
     t.match(missing.metrics['response.exception.message'], /does not exist/);
