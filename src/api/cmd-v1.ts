@@ -27,7 +27,7 @@ import type { KuraMetric, MetricType } from '../core/metrics.js';
 import { MAX_ELEMENTS_PER_REQUEST } from '../core/limits.js';
 import type { Logger } from '../log.js';
 import { inside, workingDirectoryOf, type CommandConfig } from '../command/config.js';
-import { RunnerBusyError, type CommandRunner, type RunResult } from '../command/runner.js';
+import { CommandRunner, RunnerBusyError, type RunResult } from '../command/runner.js';
 
 export const CMD_V1 = 'CMD-V1';
 
@@ -43,12 +43,8 @@ const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 /** Characters of the arguments a log line carries: enough to say what ran, not a copy of a script. */
 const LOGGED_ARGUMENTS_MAX = 1000;
 
-export interface CommandFamilyDeps {
-  config: () => CommandConfig;
-  dataDir: () => string;
-  runner: CommandRunner;
-  log: Logger;
-}
+/** What the family reads of the configuration in force, at each request. */
+export type CommandSettings = () => { command: CommandConfig; dataDir: string };
 
 type Value<T extends MetricType> = Extract<KuraMetric, { type: T }>['value'];
 
@@ -145,13 +141,14 @@ function samePassword(given: string, expected: string): boolean {
   return c.timingSafeEqual(digest(given), digest(expected));
 }
 
-export function commandFamily(d: CommandFamilyDeps): Family {
-  const log = d.log.child({ component: 'command' });
+export function commandFamily(settings: CommandSettings, logger: Logger): Family {
+  const log = logger.child({ component: 'command' });
+  const runner = new CommandRunner(() => settings().command['command.max.concurrent']);
   const throttle = new PasswordThrottle();
 
   /** The request's working directory: the configured one, or one given relative to it; inside dataDir, links resolved. */
   function workingDirectory(asked: string | undefined, cfg: CommandConfig): string {
-    const dataDir = d.dataDir();
+    const dataDir = settings().dataDir;
     const base = workingDirectoryOf(cfg, dataDir);
     if (base === undefined) throw new RequestError(500, 'command.working.directory is outside dataDir');
     if (!asked) {
@@ -177,7 +174,7 @@ export function commandFamily(d: CommandFamilyDeps): Family {
   }
 
   async function execCommand(req: CoreRequest): Promise<PayloadReply | undefined> {
-    const cfg = d.config();
+    const cfg = settings().command;
     const p = await Params.of(req);
     const requester = req.identity?.name ?? '';
     const password = p.get('command.password', 'STRING');
@@ -223,14 +220,14 @@ export function commandFamily(d: CommandFamilyDeps): Family {
       requester,
       command: program,
       arguments: JSON.stringify(args).slice(0, LOGGED_ARGUMENTS_MAX),
-      directory: path.relative(fs.realpathSync(d.dataDir()), cwd) || '.',
+      directory: path.relative(fs.realpathSync(settings().dataDir), cwd) || '.',
       environment: Object.keys(env).filter((k) => k !== 'PATH').join(','),
       timeout: timeoutS,
       async,
     };
     let run: Promise<RunResult>;
     try {
-      run = d.runner.run({ program, args, cwd, env, stdin, timeoutMs: timeoutS * 1000, outputMaxBytes: cfg['command.output.max.bytes'] });
+      run = runner.run({ program, args, cwd, env, stdin, timeoutMs: timeoutS * 1000, outputMaxBytes: cfg['command.output.max.bytes'] });
     } catch (err) {
       if (err instanceof RunnerBusyError) {
         log.warn('CMD-V1 request refused: too many commands running', { requester, command: program });
@@ -261,8 +258,8 @@ export function commandFamily(d: CommandFamilyDeps): Family {
       if (method !== 'EXEC') return notSupported(method);
       return new RequestError(404, 'Not found.');
     },
-    active: () => d.config()['command.enabled'],
-    stop: () => d.runner.stopAll(),
+    active: () => settings().command['command.enabled'],
+    stop: () => runner.stopAll(),
   };
 }
 

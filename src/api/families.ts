@@ -22,7 +22,6 @@ import { configurationFamily } from './configuration.js';
 import { deployFamily } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
 import { commandFamily } from './cmd-v1.js';
-import { CommandRunner } from '../command/runner.js';
 
 export interface FamilyDeps {
   assets: AssetService & { pollStatus(pid: string): PollStatus };
@@ -45,6 +44,6 @@ export function families(d: FamilyDeps): Family[] {
     ...(d.configuration ? [configurationFamily(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2
     deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
-    commandFamily({ config: () => d.system.config().command, dataDir: () => d.system.config().dataDir, runner: new CommandRunner(() => d.system.config().command['command.max.concurrent']), log: d.log }), // MQTT CMD-V1, while command.enabled
+    commandFamily(d.system.config, d.log), //     MQTT CMD-V1, while command.enabled
   ];
 }
