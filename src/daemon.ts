@@ -19,7 +19,7 @@ import { MqttClient } from './mqtt/client.js';
 import { Outbox } from './mqtt/outbox.js';
 import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
-import { familyApplication } from './mqtt/family-application.js';
+import { familyApplication, switchedApplication } from './mqtt/family-application.js';
 import { mountRest } from './http/rest-family.js';
 import type { Family } from './core/family.js';
 import { createDeployment } from './deploy/component.js';
@@ -83,7 +83,12 @@ export class Daemon {
     if (family.rest !== undefined) {
       mountRest(this.http, family, { permissionsOf: (name) => this.auth?.identities.get(name)?.permissions });
     }
-    if (family.appId !== undefined) this.applications.register(familyApplication(family, this.log));
+    if (family.appId === undefined) return;
+    if (family.active === undefined) return this.applications.register(familyApplication(family, this.log));
+    // Registered while active, asked again after every configuration change (src/core/family.ts).
+    const switched = switchedApplication(family, this.applications, this.log);
+    void switched.sync();
+    this.components.push({ name: switched.name, reconfigure: () => switched.sync(), stop: () => switched.stop() });
   }
 
   /** Starts everything; resolves once every listener accepts (then logs the ready line). */

@@ -13,6 +13,7 @@ import { validateConsole, validateIdentities, validateRest, type ConsoleConfig, 
 import { checkHttp, validateHttp, type HttpConfig } from '../http/config.js';
 import { validateMqttSection, type MqttConfig } from '../mqtt/config.js';
 import { validateDeploySection, type DeployConfig } from '../deploy/config.js';
+import { validateCommandSection, type CommandConfig } from '../command/config.js';
 import { isPlainObject, kind, num, oneOf, problem, section, str, unknownKey, warning, type Problem, type Validator } from '../core/schema.js';
 
 export type { ConsoleConfig, DriverInstanceConfig, HttpConfig, IdentitySeed, Problem, RestConfig };
@@ -36,6 +37,8 @@ export interface Config {
   drivers: Record<string, DriverInstanceConfig>;
   assets: AssetConfig[];
   mqtt: MqttConfig;
+  /** Kura's remote command, CMD-V1 (docs/configuration.md "command"). */
+  command: CommandConfig;
 }
 
 /** The top-level keys that are not sections (the daemon's own component in configuration/v2). */
@@ -65,7 +68,7 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
     raw = {};
   }
   const obj = raw as Record<string, unknown>;
-  const known = ['dataDir', 'log.level', 'configuration.snapshots.max', 'configuration.snapshots.max.bytes', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt'];
+  const known = ['dataDir', 'log.level', 'configuration.snapshots.max', 'configuration.snapshots.max.bytes', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt', 'command'];
   for (const k of Object.keys(obj)) if (!known.includes(k)) unknownKey(p, k, k, known);
 
   const resolve = (f: string) => (f === '' ? '' : path.resolve(baseDir, f));
@@ -93,12 +96,14 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   p.push(...mv.problems);
   const mqtt = mv.value;
   for (const k of ['tls.ca', 'tls.cert', 'tls.key'] as const) mqtt[k] = resolve(mqtt[k]);
+  const cv = validateCommandSection(obj.command, dataDir);
+  p.push(...cv.problems);
 
   checkHttp(httpCfg, p);
   checkAllowedPorts(httpCfg, rest, p);
 
   return {
-    config: { file, dataDir, logLevel: top['log.level'], snapshotsMax: top['configuration.snapshots.max'], snapshotsMaxBytes: top['configuration.snapshots.max.bytes'], http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt },
+    config: { file, dataDir, logLevel: top['log.level'], snapshotsMax: top['configuration.snapshots.max'], snapshotsMaxBytes: top['configuration.snapshots.max.bytes'], http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt, command: cv.value },
     problems: p,
   };
 }

@@ -11,6 +11,7 @@ import { validateConsole, validateRest } from '../auth/config.js';
 import { validateHttp } from '../http/config.js';
 import { mqttSection } from '../mqtt/config.js';
 import { deploySection } from '../deploy/config.js';
+import { commandSection } from '../command/config.js';
 import { ASSET_TIMES } from '../assets/config.js';
 import { javaDoubleText } from '../channels/values.js';
 
@@ -49,6 +50,7 @@ export const SINGLETONS: Singleton[] = [
   S('core.data.transport.mqtt.MqttDataTransport', 'mqtt', mqttSection.spec!, transport),
   S('cloud.CloudService', 'mqtt', mqttSection.spec!, (k) => !transport(k)),
   S('deployment.agent', 'deploy', deploySection.spec!),
+  S('cloud.app.command.CommandCloudApp', 'command', commandSection.spec!),
 ];
 
 export const singleton = (pid: string) => SINGLETONS.find((s) => s.pid === pid);

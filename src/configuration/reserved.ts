@@ -2,7 +2,8 @@
 // (docs/configuration-v2.md "Reserved to kura.admin"). Without this, an identity with
 // rest.configuration could point MQTT at a broker of its own (whose clients are served as
 // kura.admin, DEPLOY-V2 included), add its own key to the package trust anchors, or open listeners
-// and authentication ways the administrator closed.
+// and authentication ways the administrator closed, or switch on the remote command (CMD-V1) with
+// a password of its own.
 
 import { isPlainObject } from '../core/schema.js';
 import { SINGLETONS, type Layer, type Raw } from './model.js';
@@ -13,6 +14,7 @@ const RESERVED: readonly { section: string; keys: RegExp }[] = [
   { section: 'deploy', keys: /^(trust\.anchors|unsigned\.allowed)$/ },
   { section: 'http', keys: /^(https?\.ports|https\.client\.auth\.ports|https\.keystore\..+|https\.truststore(\.crl)?|bind\.address)$/ },
   { section: 'rest', keys: /^(allowed\.ports|auth\..+|session\.management\.enabled|login\.throttle\.max\.delay)$/ },
+  { section: 'command', keys: /^command\..+$/ },
 ];
 
 export const ADMIN = 'kura.admin';

@@ -54,6 +54,10 @@
 //     mountRest(http, family, { permissionsOf })                // src/http/rest-family.ts, before listen()
 //     applications.register(familyApplication(family, log))    // src/mqtt/family-application.ts, at any time
 //
+// A family with `active` is registered only while it answers true, and unregistered (its `stop`
+// called) when it turns false: `switchedApplication` (src/mqtt/family-application.ts), asked again
+// after every configuration change the daemon applies.
+//
 // `applications` is the daemon's MqttApplications (src/mqtt/applications.ts): the set of MQTT
 // application ids present (`ids()`, `onChange()`, for BIRTH's `application_ids`); `register` and
 // `unregister` work at run time (a package adding a handler). Over MQTT the requester has the
@@ -171,6 +175,14 @@ export interface Family {
    * when the resource is unknown). Default: Kura's REST proxy, 404 `Not found.`.
    */
   noMatch?(method: string, resources: readonly string[], allowed: readonly string[]): Error;
+  /**
+   * MQTT only: the application is registered (and in BIRTH's `application_ids`) only while this is
+   * true; the daemon asks again after every configuration change (CMD-V1's `command.enabled`).
+   * Absent: always registered.
+   */
+  active?(): boolean;
+  /** Releases what the family holds (CMD-V1's running programs): when `active` turns false, and when the daemon stops. */
+  stop?(): void | Promise<void>;
 }
 
 /**

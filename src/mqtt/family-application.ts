@@ -5,7 +5,7 @@
 // message the broker may refuse.
 
 import type { Logger } from '../log.js';
-import type { ApplicationContext, MqttApplication } from './applications.js';
+import type { ApplicationContext, MqttApplication, MqttApplications } from './applications.js';
 import type { MqttRequest, MqttResponse } from './envelope.js';
 import { ReplyTooLargeError, RequestError, mqttError } from '../core/errors.js';
 import { readJsonBytes } from '../core/json.js';
@@ -57,6 +57,39 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
         log.error('MQTT request failed', { app: family.appId, method: req.method, error: (err as Error)?.message ?? String(err) });
         return { code: 500 };
       }
+    },
+  };
+}
+
+/**
+ * A family with `active` (src/core/family.ts) as an application registered in `apps` only while it
+ * is active: `sync()` registers or unregisters it (the daemon calls it after every configuration
+ * change; the set's change re-publishes BIRTH), calling the family's `stop` when it turns off.
+ * `stop()` unregisters it for good and releases what it holds.
+ */
+export function switchedApplication(family: Family, apps: MqttApplications, log: Logger): { name: string; sync(): Promise<void>; stop(): Promise<void> } {
+  const app = familyApplication(family, log);
+  let on = false;
+  const sync = async () => {
+    const want = family.active?.() ?? true;
+    if (want === on) return;
+    on = want;
+    if (want) {
+      apps.register(app);
+      log.info('MQTT application switched on', { app: app.appId });
+      return;
+    }
+    apps.unregister(app.appId);
+    log.info('MQTT application switched off', { app: app.appId });
+    await family.stop?.();
+  };
+  return {
+    name: family.name,
+    sync,
+    async stop() {
+      if (on) apps.unregister(app.appId);
+      on = false;
+      await family.stop?.();
     },
   };
 }

@@ -28,19 +28,21 @@ export const FOLDER_TABLE: Record<string, readonly string[]> = {
   drivers: ['core', 'channels', 'log.ts'],
   store: [],
   // features: the HTTP edge, assets at run time, plug-ins, authentication, deployment, the MQTT
-  // transport, the runtime configuration (which combines every feature's section)
+  // transport, the remote command's runner, the runtime configuration (which combines every
+  // feature's section)
   http: ['core', 'store', 'log.ts'],
   assets: ['core', 'channels', 'drivers', 'log.ts'],
   plugins: ['core', 'drivers', 'log.ts'],
   auth: ['core', 'http', 'store', 'log.ts', 'version.ts'],
   deploy: ['core', 'plugins', 'store', 'log.ts'],
   mqtt: ['core', 'channels', 'assets', 'store', 'log.ts', 'version.ts'],
-  configuration: ['core', 'channels', 'drivers', 'assets', 'http', 'auth', 'deploy', 'mqtt', 'store', 'log.ts'],
+  command: ['core', 'log.ts'],
+  configuration: ['core', 'channels', 'drivers', 'assets', 'http', 'auth', 'deploy', 'mqtt', 'command', 'store', 'log.ts'],
   // front ends: every resource family whatever its transport; the field console's files
-  api: ['core', 'channels', 'assets', 'auth', 'configuration', 'deploy', 'http', 'store', 'log.ts', 'version.ts'],
+  api: ['core', 'channels', 'assets', 'auth', 'configuration', 'deploy', 'command', 'http', 'store', 'log.ts', 'version.ts'],
   console: ['core', 'http', 'log.ts'],
   // the daemon, assembled from all of the above; the command line that starts it
-  'daemon.ts': ['core', 'log.ts', 'version.ts', 'channels', 'drivers', 'store', 'http', 'assets', 'plugins', 'auth', 'deploy', 'mqtt', 'configuration', 'api', 'console'],
+  'daemon.ts': ['core', 'log.ts', 'version.ts', 'channels', 'drivers', 'store', 'http', 'assets', 'plugins', 'auth', 'deploy', 'mqtt', 'command', 'configuration', 'api', 'console'],
   cli: ['daemon.ts', 'configuration', 'auth', 'drivers', 'store', 'log.ts', 'version.ts'],
 };
 
