@@ -16,7 +16,7 @@ import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
 import { MqttService } from './mqtt/service.js';
 import { MqttClient } from './mqtt/client.js';
-import { Outbox } from './mqtt/outbox.js';
+import { TelemetryOutbox } from './mqtt/telemetry-outbox.js';
 import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
 import { familyApplication } from './mqtt/family-application.js';
@@ -110,7 +110,7 @@ export class Daemon {
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
-    const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
+    const outbox = new TelemetryOutbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
     const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });

@@ -15,7 +15,7 @@
 
 import type { ServerResponse } from 'node:http';
 
-export class Outbox {
+export class AnswerBatch {
   /** Responses with headers written and `end` due: response, body, encoding, three slots each. */
   private due: unknown[] = [];
   private spare: unknown[] = [];
