@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AssetRuntime, DriverPool } from '../../src/assets/service.js';
+import { AssetRuntime } from '../../src/assets/service.js';
+import { DriverPool } from '../../src/assets/driver-pool.js';
 import type { ChannelConfig, ChannelMode, ValueType } from '../../src/channels/types.js';
 import type { AssetConfig } from '../../src/assets/types.js';
 import type { DriverInstanceConfig } from '../../src/configuration/config.js';
