@@ -1,4 +1,4 @@
-// Issue 8 §1: authenticated GET /services/assets/demo/_read with a session cookie + XSRF token,
+// The HTTP section (bench/README.md): authenticated GET /services/assets/demo/_read with a session cookie + XSRF token,
 // with BASIC, and over HTTPS keep-alive, against a bare node:http server answering the same bytes
 // (the ceiling) and the same endpoint in Fastify; new HTTPS connections/s with session resumption.
 

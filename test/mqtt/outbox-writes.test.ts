@@ -1,4 +1,4 @@
-// Flash-friendly store-and-forward (issue 16 item 7) with a real Mosquitto: telemetry every 20 ms
+// Flash-friendly store-and-forward (docs/mqtt.md "Telemetry") with a real Mosquitto: telemetry every 20 ms
 // while the broker is connected and acknowledging writes nothing to dataDir (the outbox's own byte
 // and fsync counters, and the log file's size, stay 0); with the broker gone the messages are
 // written in batches, survive a power cut (a second reader of the files sees every message whose
