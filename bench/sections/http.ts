@@ -36,7 +36,7 @@ export async function httpSection(res: Results, opt: Options): Promise<void> {
 
     const { config, http, https } = await demoConfig(tls);
     // Through the launcher, as a device runs it: its V8 flags change what a request costs once the
-    // daemon has been idle (docs/architecture.md "The cost of a request"), and each contender here
+    // daemon has been idle (docs/performance.md "After an idle spell"), and each contender here
     // waits while the others are measured.
     const gw = await startGatewayd(scope, config, { launcher: true });
     const plain: Target = { port: http };

@@ -140,7 +140,7 @@ export class DriverCalls {
       return failAll(n, callFailed(this.log, asset, err));
     }
     // An answer from memory (the simulator): no call to watch, no promise, and the REST read that
-    // asked answers in the same step (docs/architecture.md "The cost of a request").
+    // asked answers in the same step (docs/performance.md "The cost of a request").
     if (!isThenable(p)) return checkedResults(this.log, asset, p, n);
     const call = new DriverCall(this.pendingCalls, this.log, asset, n, this.callTimeoutMs, slot);
     this.pendingCalls.add(call);
