@@ -118,7 +118,7 @@ t.test('configuration/v2', async (t) => {
     t.ok(snap.body.includes('"placeholder"'));
   });
 
-  t.test('checks 7-8, 12: _update merges; takeSnapshot', async (t) => {
+  t.test('_update merges; takeSnapshot', async (t) => {
     const s = await ids();
     let r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1200 } } }], false);
     t.equal(r.status, 200);
@@ -140,7 +140,7 @@ t.test('configuration/v2', async (t) => {
     t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'INTEGER' });
   });
 
-  t.test('checks 9-10, Kura 55-65: request validation order and texts, nothing applied', async (t) => {
+  t.test('Kura 55-65: request validation order and texts, nothing applied', async (t) => {
     const cases: [unknown, string][] = [
       [{}, 'parameter "configs" is required'],
       [{ configs: [{ pid: 'x' }] }, 'parameter "properties" is required'],
@@ -207,7 +207,7 @@ t.test('configuration/v2', async (t) => {
     t.equal((await post('factoryComponents/ocd/byFactoryPid', { pids: ['x.y'] })).body, '{"configs":[]}');
   });
 
-  t.test('checks 16-17, 19: an asset created the Kura way reads at once', async (t) => {
+  t.test('an asset created the Kura way reads at once', async (t) => {
     const s = await ids();
     const r = await post('factoryComponents', asset('a1', { 'c1#simulation': { type: 'STRING', value: 'counter' } }));
     t.equal(r.status, 200);
@@ -264,7 +264,7 @@ t.test('configuration/v2', async (t) => {
     t.same([e.status, e.json()], [400, { message: 'parameter "pids" is required' }]);
   });
 
-  t.test('checks 21-24: snapshots byId and rollback', async (t) => {
+  t.test('snapshots byId and rollback', async (t) => {
     const miss = await post('snapshots/byId', { id: 1 });
     t.equal(miss.status, 500);
     t.match(miss.json().message, /was not found\.$/);

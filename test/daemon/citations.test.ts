@@ -15,7 +15,7 @@ const EXTERNAL: [RegExp, string][] = [
   [/\bkura\/[\w-]+\.md\b|\.\.\/shared\b|\bshared\/(spec|style)\b|\bstyle\.md\b/i, 'a file outside the repository'],
   // Not a code point (U+D800).
   [/(?<!U\\?\+)\bD\d{1,3}\b/, 'a design-decision id'],
-  [/\bcheck \d+\b/i, 'a numbered check of the reference material'],
+  [/\bchecks? \d+\b/i, 'a numbered check of the reference material'],
   [/\bissues? ?#?\d+/i, 'an issue of the tracker'],
 ];
 // A bare `§` must belong to a public specification named on the same line or earlier in the file.
@@ -57,6 +57,7 @@ t.test('the rule catches what it must and lets public citations pass', async (t)
   t.equal(externalCitations('// evaluated live (D17)').length, 1);
   t.equal(externalCitations('// see kura/session-auth.md').length, 1);
   t.equal(externalCitations('// Kura drops the key (check 47)').length, 1);
+  t.equal(externalCitations("t.test('checks 16-17, 19: an asset')").length, 1);
   t.equal(externalCitations('// §6.1, in Kura\'s order').length, 1);
   t.same(externalCitations('// gzip magic (RFC 1952 §2.3.1)'), []);
   t.same(externalCitations('// Modbus Application Protocol V1.1b3\n// quantity limits (§6.3)'), []);
