@@ -150,6 +150,18 @@ t.test('every family with REST and MQTT has its cases, for every route it has', 
   t.same(Object.keys(CASES).filter((name) => !dual.some((f) => f.name === name)), [], 'every case is a family on both transports');
 });
 
+t.test('docs/architecture.md lists the families as the daemon does: names, REST bases, applications, error styles, in order', async (t) => {
+  const md = fs.readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
+  const section = md.slice(md.indexOf('## Front ends: the resource families'), md.indexOf('### Adding a family'));
+  const cell = (c: string) => /`([^`]+)`/.exec(c)?.[1];
+  const documented = section
+    .split('\n')
+    .map((l) => l.split('|').slice(1, -1))
+    .filter((cells) => cells.length === 5 && cell(cells[0]!) !== undefined)
+    .map(([name, rest, app, errors]) => ({ name: cell(name!), rest: cell(rest!), appId: cell(app!), errors: cell(errors!) }));
+  t.same(documented, familyList().map((f) => ({ name: f.name, rest: f.rest, appId: f.appId, errors: f.errors })));
+});
+
 t.test('besides the family list only session/v1, the package upload and the console files are HTTP routes; only families and packages MQTT applications', async (t) => {
   const callers = (pattern: RegExp): string[] => {
     const out: string[] = [];
