@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// CPU per poll of the Modbus poll → telemetry publish path (issue 17 items 3 and 4), outside
+// CPU per poll of the Modbus poll → telemetry publish path (bench/README.md "CPU per poll of the telemetry path"), outside
 // `make bench`: the built bundle (dist/gatewayd.js) run with the launcher's node flags and
 // environment, a pymodbus device whose 100 holding registers change on every read, an asset of 50
 // INT32 channels polled every 100 ms, telemetry to a Mosquitto broker counted by a subscriber.

@@ -1,5 +1,5 @@
 // `make bench`: measures gatewayd (dist/gatewayd.js) against baselines in the same run and writes
-// bench/results.json and bench/RESULTS.md (issue 8).
+// bench/results.json and bench/RESULTS.md (bench/README.md).
 //
 //   node bench/out/run.mjs [--only http,modbus,mqtt,footprint,nodered,scale] [--repeats N] [--seconds S] [--quick]
 //

@@ -1,4 +1,4 @@
-// Part: requests naming too many channels (issue 13 item 5). A `rest.assets` user posts `_read`
+// Part: requests naming too many channels (docs/rest-api.md "assets": 1000 channels per request). A `rest.assets` user posts `_read`
 // bodies listing 99,000 channel names and `_write` bodies with 20,000 entries (each under the 1 MiB
 // body limit), several at once, while a legitimate client keeps reading an asset. Every attack must
 // be answered 400 naming the limit (`Too many channels in one request: N, the limit is 1000`), the

@@ -1,4 +1,5 @@
-// Parts: attacks on the HTTP edge and the login path (issue 13 items 1, 4, 6, 7), each against its
+// Parts: attacks on the HTTP edge and the login path (docs/configuration.md "Limits against hostile clients", docs/rest-api.md
+// "Password checks"), each against its
 // own daemon run with the image launcher's flags, each while a legitimate client is served:
 //   slow-bodies   16 anonymous logins sending their 16,000-byte body one byte per packet (half as
 //                 1-byte chunks), reconnecting when cut, plus 700 connections that never send a

@@ -1,4 +1,4 @@
-// Part: hostile MQTT input (issue 13 items 2 and 3), against gatewayd on a real Mosquitto with a
+// Part: hostile MQTT input (docs/mqtt.md "ASSET-V1": the bounds of a message and a request), against gatewayd on a real Mosquitto with a
 // persistent session (kura-protobuf, as a Kura cloud speaks it):
 //   - gzip bombs: ~32 KB KuraPayloads inflating to ~1.9 M metrics, with request.id and requester;
 //   - metric floods: plain protobuf with 100,000 metrics;

@@ -37,7 +37,7 @@ const PARTS = {
   'mqtt-hostile': async () => (await import('./mqtt-hostile.mjs')).runMqttHostile({ bombs: SIZES.bombs, bigMessages: SIZES.bigMessages }),
   trickle: async () => (await import('./trickle.mjs')).runTrickle({ floodRequests: SIZES.queueFlood }),
   'channel-flood': async () => (await import('./channel-flood.mjs')).runChannelFlood({ requests: SIZES.channelFloods }),
-  // Issue 13 items 1, 4, 6, 7 (robust/hostile-auth.mjs): each attack against its own daemon while a
+  // The HTTP edge and the login path (robust/hostile-auth.mjs): each attack against its own daemon while a
   // legitimate client is served.
   'slow-bodies': async () => (await import('./hostile-auth.mjs')).runSlowBodies({ seconds: SIZES.attackSeconds }),
   'long-names': async () => (await import('./hostile-auth.mjs')).runLongNames({ attempts: SIZES.longNames }),

@@ -1,4 +1,4 @@
-// Part: a trickling download (issue 13 item 8). A package server sends a byte every 4 s, so the
+// Part: a trickling download (docs/configuration.md "`deploy`: deployment packages", `download.deadline`). A package server sends a byte every 4 s, so the
 // idle timeout never fires; gatewayd runs with `deploy.download.deadline` 5 s. While that download
 // runs: a second trickling install queued behind it is cancelled with DELETE _jobs/<id>, and an
 // uninstall of an installed package must complete at once (not wait behind the download); the

@@ -5,18 +5,19 @@ import type { Logger } from './log.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 import type { Config } from './configuration/config.js';
-import { DEFAULT_LIMITS, HttpServer } from './http/server.js';
-import { openListeners, readCrl } from './http/listen.js';
+import { HttpServer } from './http/server.js';
+import { httpNeedsRestart, listenerSummary, reloadCrl, serverLimitsOf } from './http/listen.js';
 import { refuseCrossSite } from './http/cross-site.js';
 import { openDataDir } from './store/datadir.js';
 import { DriverRegistry } from './drivers/registry.js';
 import { builtinDrivers } from './drivers/builtin.js';
-import { AssetRuntime, DriverPool } from './assets/service.js';
+import { AssetRuntime } from './assets/service.js';
+import { DriverPool } from './assets/driver-pool.js';
 import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
 import { MqttService } from './mqtt/service.js';
 import { MqttClient } from './mqtt/client.js';
-import { Outbox } from './mqtt/outbox.js';
+import { TelemetryOutbox } from './mqtt/telemetry-outbox.js';
 import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
 import { familyApplication, switchedApplication } from './mqtt/family-application.js';
@@ -27,7 +28,7 @@ import { families } from './api/families.js';
 import { mountConsole } from './console/serve.js';
 import { mountDeployUpload } from './api/deploy/upload.js';
 import { ConfigurationService, type Loaded } from './configuration/service.js';
-import { listenerSettingsOf, listenerText, withListeners } from './configuration/listeners.js';
+import { openListenersInForce } from './configuration/listeners.js';
 import type { ListenerRefusal } from './configuration/store.js';
 
 export interface DaemonOptions {
@@ -69,8 +70,7 @@ export class Daemon {
     this.loaded = opts.loaded?.config === opts.config ? opts.loaded : undefined;
     this.log = opts.log ?? createLogger(opts.config.logLevel);
     this.registry = opts.registry ?? new DriverRegistry(builtinDrivers());
-    const h = opts.config.http;
-    this.http = new HttpServer(this.log, { ...DEFAULT_LIMITS, maxConnections: h['max.connections'], bodyTimeoutMs: h['body.timeout'], maxUnauthenticatedBodies: h['max.unauthenticated.bodies'] });
+    this.http = new HttpServer(this.log, serverLimitsOf(opts.config.http));
     this.assets = new AssetRuntime(new DriverPool(this.registry, this.log, opts.config.dataDir), this.log);
     this.applications = new MqttApplications();
   }
@@ -115,7 +115,7 @@ export class Daemon {
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
-    const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
+    const outbox = new TelemetryOutbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
     const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
@@ -143,50 +143,24 @@ export class Daemon {
     await mqtt.start();
     this.components.push({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
 
-    const ports = http.listeners().map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`).join(',');
-    log.always('gatewayd ready', { version: VERSION, ports, pid: process.pid });
+    log.always('gatewayd ready', { version: VERSION, ports: listenerSummary(http), pid: process.pid });
   }
 
   /**
-   * Opens the listeners. When those of the runtime layer cannot open (a port taken since, a file
-   * changed since: what the checks of a change could not foresee), the image file's listener
-   * settings are opened instead, the refusal is logged with the properties set aside, kept for
+   * Opens the listeners; those of the image file when the runtime layer's cannot open, kept for
    * check-config and shown in system/v1 status (docs/configuration-v2.md "Listener settings").
    */
   private async listen(): Promise<void> {
-    const store = this.configuration?.store;
-    try {
-      await openListeners(this.http, this.config.http, this.config.dataDir, this.log);
-      store?.clearListenerRefusal();
-      return;
-    } catch (err) {
-      const fallback = this.configuration?.listenerFallback();
-      if (!fallback) throw err;
-      const refused = listenerText(listenerSettingsOf(this.config));
-      const error = (err as Error).message;
-      this.log.error("runtime listener settings refused: their listeners could not open; opening the image file's instead", { properties: fallback.properties.join(','), error });
-      this.config = withListeners(this.config, fallback.settings);
-      await this.auth?.reconfigure(this.config);
-      await openListeners(this.http, this.config.http, this.config.dataDir, this.log);
-      this.listenersRefused = { at: Date.now(), properties: fallback.properties, error, settings: refused };
-      await store?.writeListenerRefusal(this.listenersRefused).catch((e) => this.log.warn('listener refusal not recorded', { error: (e as Error).message }));
-    }
-  }
-
-  /**
-   * The CRL is re-read at every reload (an operator revokes a certificate by replacing the file); one
-   * that cannot be used keeps the previous one in force. Returns the path in force.
-   */
-  private reloadCrl(file: string): string {
-    if (!this.http.listeners().some((l) => l.clientAuth)) return file;
-    try {
-      this.http.setCrl(file ? readCrl(file) : undefined);
-      this.log.info('certificate revocation list loaded', { crl: file || '(none)' });
-      return file;
-    } catch (err) {
-      this.log.error('CRL not reloaded: keeping the previous one', { crl: file, error: (err as Error).message });
-      return this.config.http['https.truststore.crl'];
-    }
+    const configuration = this.configuration;
+    this.listenersRefused = await openListenersInForce(this.http, this.config, {
+      log: this.log,
+      fallback: () => configuration?.listenerFallback(),
+      store: configuration?.store,
+      adopt: async (config) => {
+        this.config = config;
+        await this.auth?.reconfigure(config);
+      },
+    });
   }
 
   /**
@@ -208,10 +182,11 @@ export class Daemon {
     // until the next start, the revocation list and the allowed ports with them.
     if (this.listenersRefused) config = { ...config, rest: { ...config.rest, 'allowed.ports': this.config.rest['allowed.ports'] } };
     const crl = this.listenersRefused ? this.config.http['https.truststore.crl'] : config.http['https.truststore.crl'];
-    if (JSON.stringify({ ...config.http, 'https.truststore.crl': '' }) !== JSON.stringify({ ...this.config.http, 'https.truststore.crl': '' }) || config.dataDir !== this.config.dataDir) {
+    if (httpNeedsRestart(this.config.http, config.http) || config.dataDir !== this.config.dataDir) {
       this.log.warn('http and dataDir changes take effect after a restart');
     }
-    config = { ...config, dataDir: this.config.dataDir, http: { ...this.config.http, 'https.truststore.crl': this.reloadCrl(crl) } };
+    const crlInForce = reloadCrl(this.http, crl, this.config.http['https.truststore.crl'], this.log);
+    config = { ...config, dataDir: this.config.dataDir, http: { ...this.config.http, 'https.truststore.crl': crlInForce } };
     this.config = config;
     this.log.setLevel(config.logLevel);
     for (const c of this.components) {

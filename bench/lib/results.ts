@@ -1,5 +1,5 @@
 // What a benchmark run produces: one row per figure, with the gatewayd figure, the baseline it is
-// compared with (measured in the same run), their ratio, every repetition, and the goal of issue 8.
+// compared with (measured in the same run), their ratio, every repetition, and its goal (bench/README.md).
 
 import os from 'node:os';
 import { spawnSync } from 'node:child_process';
@@ -107,7 +107,7 @@ export function markdown(run: { generatedAt: string; machine: Record<string, str
     '',
     'On a shared machine judge HTTP by the requests-per-server-CPU-second rows: they charge each server only for the CPU it used, while the wall-clock rows also measure whoever else had the cores (their ratios moved by ±30 % between otherwise identical runs here).',
     '',
-    '## Where the goals stand (issues 8 and 17)',
+    '## Where the goals stand',
     '',
     ...res.rows.filter((r) => r.goal).map((r) => `- ${r.verdict === 'met' ? 'met' : r.verdict === 'missed' ? '**missed**' : r.verdict}: ${r.what} — ${r.goal!.on === 'value' ? fmt(r.gatewayd, r.unit) : r.ratio === null ? 'no figure' : `${fmt(r.ratio)}× ${r.baseline}`} (goal ${r.goal!.text})`),
     '',

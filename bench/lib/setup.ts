@@ -1,4 +1,4 @@
-// The configuration gatewayd runs with in the benchmark: the simulator demo asset of issue 8 and an
+// The configuration gatewayd runs with in the benchmark: the simulator demo asset (bench/README.md, HTTP section) and an
 // identity allowed to read it, plus options shared by the sections.
 
 import { freePort } from '../../test/helpers/ports.js';

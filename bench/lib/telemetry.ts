@@ -1,4 +1,4 @@
-// Reading gatewayd's telemetry for the scale benchmark (issue 17 item 4), pure so that it is tested
+// Reading gatewayd's telemetry for the scale benchmark (bench/README.md "Scale"), pure so that it is tested
 // (test/bench/scale.test.ts). With the `json` encoding (docs/mqtt.md "Telemetry") every channel of a
 // message carries the timestamp of the Modbus response it was read from, in ms since the epoch; the
 // latency of a tag is the message's arrival at the subscriber minus that timestamp.

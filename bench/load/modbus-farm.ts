@@ -1,4 +1,4 @@
-// Modbus TCP devices for the scale benchmark (issue 17 item 4), all in this one process so that they
+// Modbus TCP devices for the scale benchmark (bench/README.md "Scale"), all in this one process so that they
 // cost the shared cores little: N servers on 127.0.0.1 (ephemeral ports), any unit id, every holding
 // and input register 0..65535 readable (FC 3 and 4, at most 125 per request as the protocol allows,
 // Modbus Application Protocol V1.1b3 §6.3, §6.4). Register a reads (a × 7 + tick) & 0x7fff, where tick

@@ -1,4 +1,4 @@
-// Telemetry subscriber of the scale benchmark (issue 17 item 4), a process of its own: subscribes to
+// Telemetry subscriber of the scale benchmark (bench/README.md "Scale"), a process of its own: subscribes to
 // gatewayd's asset topics through the broker and measures each tag's end-to-end latency, from the
 // timestamp of the Modbus response it was read from (in the `json` payload) to the message's arrival
 // here. Same machine, same clock.

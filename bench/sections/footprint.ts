@@ -1,4 +1,4 @@
-// Issue 8 §4: idle RSS, RSS after 10,000 requests and after 1,000 sessions, against an idle bare
+// The footprint section (bench/README.md; docs/installation.md "Footprint"): idle RSS, RSS after 10,000 requests and after 1,000 sessions, against an idle bare
 // node:http server; the same with and without the launcher's node flags; start-up time to the
 // ready line against `node -e 0`; bundle size.
 

@@ -1,4 +1,4 @@
-// Issue 8 §1: authenticated GET /services/assets/demo/_read with a session cookie + XSRF token,
+// The HTTP section (bench/README.md): authenticated GET /services/assets/demo/_read with a session cookie + XSRF token,
 // with BASIC, and over HTTPS keep-alive, against a bare node:http server answering the same bytes
 // (the ceiling) and the same endpoint in Fastify; new HTTPS connections/s with session resumption.
 
@@ -36,7 +36,7 @@ export async function httpSection(res: Results, opt: Options): Promise<void> {
 
     const { config, http, https } = await demoConfig(tls);
     // Through the launcher, as a device runs it: its V8 flags change what a request costs once the
-    // daemon has been idle (docs/architecture.md "The cost of a request"), and each contender here
+    // daemon has been idle (docs/performance.md "After an idle spell"), and each contender here
     // waits while the others are measured.
     const gw = await startGatewayd(scope, config, { launcher: true });
     const plain: Target = { port: http };

@@ -1,4 +1,4 @@
-// Issue 8 §2: one read of 50 channels over 100 holding registers from a pymodbus server. Requests
+// The Modbus section (bench/README.md): one read of 50 channels over 100 holding registers from a pymodbus server. Requests
 // on the wire and time per read: gatewayd's coalesced read (through its REST API) vs one request
 // per channel and vs modbus-serial reading the whole block (both in a process of their own). RTU at
 // 115200 baud over a socat pty pair: time per poll vs the wire time of the bytes exchanged.

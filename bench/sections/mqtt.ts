@@ -1,4 +1,4 @@
-// Issue 8 §3: ASSET-V1 EXEC/read round trip (p50/p99) and requests/s through Mosquitto in the bare
+// The MQTT section (bench/README.md): ASSET-V1 EXEC/read round trip (p50/p99) and requests/s through Mosquitto in the bare
 // `json` encoding (docs/mqtt.md "Encodings"), against a bare echo through the same broker (the ceiling). The
 // load generator and the echo are processes of their own.
 
@@ -102,7 +102,7 @@ async function traceWrites(pid: number, dir: string, ms: number): Promise<{ byte
   return { bytes, syncs };
 }
 
-/** Issue 16 item 7: telemetry at a 100 ms poll writes nothing to dataDir while the broker acknowledges. */
+/** Flash-friendly telemetry (docs/mqtt.md "Telemetry"): at a 100 ms poll writes nothing to dataDir while the broker acknowledges. */
 async function outboxWrites(res: Results, opt: Options): Promise<void> {
   const what = 'bytes written to dataDir per hour of telemetry (100 ms poll), broker connected';
   const baseline = 'the same with the broker down (store-and-forward)';

@@ -1,4 +1,4 @@
-// Issue 17 item 3: gatewayd against Node-RED with node-red-contrib-modbus on the same work. One
+// The Node-RED section (bench/README.md "Node-RED"): gatewayd against Node-RED with node-red-contrib-modbus on the same work. One
 // pymodbus device (bench/load/ticking_device.py: 50 INT32 channels in 100 holding registers, new
 // values every 50 ms, requests counted), polled every 100 ms, every value published to the same
 // Mosquitto, where a subscriber in this process counts the polls that arrive. Three contenders, one

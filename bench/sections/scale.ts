@@ -1,4 +1,4 @@
-// Issue 17 item 4: scale on one device, after EMQX Neuron's published benchmark design. 10 Modbus TCP
+// Scale on one device (bench/README.md "Scale"), after EMQX Neuron's published benchmark design. 10 Modbus TCP
 // devices × 1,000 INT16 holding registers, one asset of 1,000 channels per device, polled every
 // second (10,000 tags/s), telemetry published to Mosquitto in the `json` encoding. gatewayd runs as
 // the image runs it (rootfs/usr/bin/gatewayd: its node flags and environment).

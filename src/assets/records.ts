@@ -5,7 +5,7 @@
 // {"name","timestamp","error"}.
 
 import type { ChannelConfig, ChannelRecord, TypedValue, ValueType } from '../channels/types.js';
-import { DRIVER_NOT_ATTACHED } from './service.js';
+import { DRIVER_NOT_ATTACHED } from '../drivers/driver.js';
 import { javaDoubleText, valueText, valueToJson } from '../channels/values.js';
 export interface ChannelEntry {
   name: string;

@@ -14,7 +14,7 @@ import type { AuthSections, ConsoleConfig, RestConfig } from './config.js';
 import type { Route } from '../http/server.js';
 import { HttpError, addressPrefix, type ListenerInfo, type RequestContext } from '../http/context.js';
 import type { Logger } from '../log.js';
-import { BasicCache } from './basic.js';
+import { BasicCache } from './basic-credentials.js';
 import { IdentityStore, type Identity } from './identity-store.js';
 import { HashBusyError } from './password-hash.js';
 import { AuthProviderRegistry, type AuthProvider, type AuthRequest, type AuthResult, type IdentityView } from './provider.js';

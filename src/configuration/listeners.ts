@@ -12,10 +12,12 @@ import { nodeCrypto } from '../core/builtin.js';
 import type { Config } from './config.js';
 import { isPlainObject, type Problem } from '../core/schema.js';
 import { LISTENER_PORT_KEYS, validateHttp, type HttpConfig } from '../http/config.js';
-import { readCrl } from '../http/listen.js';
+import { openListeners, readCrl } from '../http/listen.js';
+import type { HttpServer } from '../http/server.js';
+import type { Logger } from '../log.js';
 import { validateRest } from '../auth/config.js';
 import type { Raw } from './model.js';
-import type { ConfigStore } from './store.js';
+import type { ConfigStore, ListenerRefusal } from './store.js';
 
 /** The `http` keys that decide which listeners open, and with what. */
 export const LISTENER_KEYS = [...LISTENER_PORT_KEYS, 'https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl', 'bind.address'] as const;
@@ -53,6 +55,42 @@ export function withListeners(c: Config, from: ListenerSettings): Config {
   const http = { ...c.http };
   for (const k of LISTENER_KEYS) (http as Record<string, unknown>)[k] = from.http[k];
   return { ...c, http, rest: { ...c.rest, 'allowed.ports': from.allowedPorts } };
+}
+
+/** What opening the listeners at start needs besides the server and the configuration. */
+export interface ListenerStart {
+  log: Logger;
+  /** The image file's listener settings where the runtime layer changes them (ConfigurationService.listenerFallback). */
+  fallback(): { settings: ListenerSettings; properties: string[] } | undefined;
+  /** Where the refusal is recorded for check-config, and cleared by a start that opened as configured. */
+  store: ConfigStore | undefined;
+  /** Takes over the configuration with the image's listener settings, before they open. */
+  adopt(config: Config): Promise<void>;
+}
+
+/**
+ * Opens the listeners of `config`. When they cannot open (what the checks of a change could not
+ * foresee: a port taken since, a file changed since) and the runtime layer changed the image's
+ * listener settings, the image's are opened instead; the refusal, with the properties set aside, is
+ * logged, recorded and returned (docs/configuration-v2.md "Listener settings").
+ */
+export async function openListenersInForce(server: HttpServer, config: Config, o: ListenerStart): Promise<ListenerRefusal | undefined> {
+  try {
+    await openListeners(server, config.http, config.dataDir, o.log);
+    o.store?.clearListenerRefusal();
+    return undefined;
+  } catch (e) {
+    const fallback = o.fallback();
+    if (!fallback) throw e;
+    const error = (e as Error).message;
+    o.log.error("runtime listener settings refused: their listeners could not open; opening the image file's instead", { properties: fallback.properties.join(','), error });
+    const image = withListeners(config, fallback.settings);
+    await o.adopt(image);
+    await openListeners(server, image.http, image.dataDir, o.log);
+    const refusal = { at: Date.now(), properties: fallback.properties, error, settings: listenerText(listenerSettingsOf(config)) };
+    await o.store?.writeListenerRefusal(refusal).catch((w) => o.log.warn('listener refusal not recorded', { error: (w as Error).message }));
+    return refusal;
+  }
 }
 
 const err = (p: Problem[], key: string, message: string): void => void p.push({ path: key, message, severity: 'error' });

@@ -18,6 +18,7 @@ import { isAdmin, reservedChange, reservedRefusal, type ChangeActor } from './re
 import { movedSecret, movedSecretMessage, type GivenSecrets } from './secrets.js';
 import { imageListeners, listenerDifferences, listenerProblems, listenerSettingsOf, portProblems, type ListenerSettings } from './listeners.js';
 import { loadTrustAnchors } from '../deploy/signature.js';
+import { httpNeedsRestart } from '../http/listen.js';
 
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
 /** Texts shorter than this are kept as they are: node:zlib (compiled at its first use) only for large configurations. */
@@ -268,9 +269,7 @@ export class ConfigurationService {
       if (m) throw new ConfigError(400, movedSecretMessage(m));
     }
     await this.refuseUnusable(next);
-    // The CRL is re-read live; every other http setting waits for the next start.
-    const listeners = (c: Config) => JSON.stringify({ ...c.http, 'https.truststore.crl': '' });
-    const httpChanged = listeners(next.config) !== listeners(this.state.config);
+    const httpChanged = httpNeedsRestart(this.state.config.http, next.config.http);
     // Refused (507) before anything is written when its snapshot would eat into the data partition's reserve.
     if (takeSnapshot) {
       const { snapshotsMax, snapshotsMaxBytes } = next.config;

@@ -6,7 +6,7 @@
 // A rejected promise means "the whole batch failed" and is turned into per-channel failures by the
 // caller, with the rejection's message.
 //
-// The contract, as the asset runtime (src/assets/service.ts) relies on it; the simulator
+// The contract, as the asset runtime (src/assets/: service.ts and the files it composes) relies on it; the simulator
 // (drivers/simulator) is the reference implementation and test/helpers/driver-conformance.ts checks
 // any driver against it:
 // - read(channels) resolves with exactly one ChannelResult per channel, in input order. A driver

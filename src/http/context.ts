@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket, PeerCertificate } from 'node:tls';
 import { NO_PARAMS, bareObject, type Params } from '../core/router.js';
 import { RequestError } from '../core/errors.js';
-import type { Outbox } from './outbox.js';
+import type { AnswerBatch } from './answer-batch.js';
 
 /**
  * The part of a client address that one party controls: IPv4 whole (also IPv4-mapped IPv6), IPv6 its
@@ -100,8 +100,8 @@ export class RequestContext {
     readonly listener: ListenerInfo,
     readonly path: string,
     private readonly filters: ResponseFilter[],
-    /** Where `send` leaves its answer to go out with the others of this turn (outbox.ts). */
-    private readonly outbox: Outbox,
+    /** Where `send` leaves its answer to go out with the others of this turn (answer-batch.ts). */
+    private readonly answers: AnswerBatch,
   ) {}
 
   get method(): string {
@@ -145,12 +145,12 @@ export class RequestContext {
       // costs a second chunk (writev). Most answers are JSON text, and most of it ASCII: as many
       // UTF-8 bytes as characters means every character is ASCII, and then the write copies it
       // as Latin-1 (the same bytes) instead of encoding it as UTF-8 once more.
-      if (this.method === 'HEAD') this.outbox.end(this.res, undefined, 'latin1');
-      else this.outbox.end(this.res, body, length === body.length ? 'latin1' : 'utf8');
+      if (this.method === 'HEAD') this.answers.end(this.res, undefined, 'latin1');
+      else this.answers.end(this.res, body, length === body.length ? 'latin1' : 'utf8');
     } else {
       if (status !== 204 && status !== 304) headers['content-length'] = '0';
       this.res.writeHead(status, headers);
-      this.outbox.end(this.res, undefined, 'latin1');
+      this.answers.end(this.res, undefined, 'latin1');
     }
   }
 

@@ -1,6 +1,7 @@
-// Opening the listeners of an `http` section (docs/configuration.md "`http`: listeners"): which ports
-// of which kind, the TLS material they need (the keystore files, else the self-signed certificate
-// of dataDir), and the truststore and revocation list of the client-certificate ports.
+// The listeners of an `http` section (docs/configuration.md "`http`: listeners"): which ports of
+// which kind, the TLS material they need (the keystore files, else the self-signed certificate of
+// dataDir), the truststore and revocation list of the client-certificate ports, the server's limits,
+// and which changes of the section wait for a restart (docs/configuration.md "Reloading").
 
 import fs from 'node:fs';
 import type tls from 'node:tls';
@@ -8,10 +9,33 @@ import { lazyBuiltin, nodeCrypto } from '../core/builtin.js';
 import type { Logger } from '../log.js';
 import type { HttpConfig } from './config.js';
 import { ensureSelfSigned } from './selfsigned.js';
-import type { HttpServer, ListenSpec, TlsMaterial } from './server.js';
+import { DEFAULT_LIMITS, type HttpServer, type ListenSpec, type ServerLimits, type TlsMaterial } from './server.js';
 
 // Loaded when a revocation list is configured (docs/installation.md "Start-up time").
 const tlsModule = lazyBuiltin<typeof tls>('node:tls');
+
+/** The server's limits that the section sets; the others are the built-in ones. */
+export function serverLimitsOf(h: HttpConfig): ServerLimits {
+  return { ...DEFAULT_LIMITS, maxConnections: h['max.connections'], bodyTimeoutMs: h['body.timeout'], maxUnauthenticatedBodies: h['max.unauthenticated.bodies'] };
+}
+
+/**
+ * Whether going from `before` to `after` waits for a restart: the listeners, their TLS material and
+ * the server's limits are taken when the server is made and its listeners open; only the revocation
+ * list is re-read while running (reloadCrl). The one rule for a reload and a configuration/v2 change.
+ */
+export function httpNeedsRestart(before: HttpConfig, after: HttpConfig): boolean {
+  const fixed = (h: HttpConfig) => JSON.stringify({ ...h, 'https.truststore.crl': '' });
+  return fixed(before) !== fixed(after);
+}
+
+/** The open listeners as the ready line names them: `http:8080,https:8443,client-auth:8444`. */
+export function listenerSummary(server: HttpServer): string {
+  return server
+    .listeners()
+    .map((l) => `${l.clientAuth ? 'client-auth' : l.secure ? 'https' : 'http'}:${l.port}`)
+    .join(',');
+}
 
 /**
  * Opens every listener of `h`, all or none: an error names what failed (a port, a keystore file),
@@ -82,4 +106,21 @@ export function readCrl(file: string): Buffer {
   // An empty trust store: Node's built-in roots are not needed to check the list (docs/installation.md "Start-up time").
   tlsModule().createSecureContext({ crl, ca: [] });
   return crl;
+}
+
+/**
+ * Re-reads the revocation list of the client-certificate listeners (an operator revokes a
+ * certificate by replacing the file and reloading); one that cannot be used keeps `inForce`, the
+ * one in force, and says so. Returns the path in force afterwards.
+ */
+export function reloadCrl(server: HttpServer, file: string, inForce: string, log: Logger): string {
+  if (!server.listeners().some((l) => l.clientAuth)) return file;
+  try {
+    server.setCrl(file ? readCrl(file) : undefined);
+    log.info('certificate revocation list loaded', { crl: file || '(none)' });
+    return file;
+  } catch (err) {
+    log.error('CRL not reloaded: keeping the previous one', { crl: file, error: (err as Error).message });
+    return inForce;
+  }
 }

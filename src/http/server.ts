@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import { Router, decodePath } from '../core/router.js';
 import { RequestError } from '../core/errors.js';
 import { BodyGate } from './body.js';
-import { Outbox } from './outbox.js';
+import { AnswerBatch } from './answer-batch.js';
 import { ConnectionsCheck } from './conn-check.js';
 import { HttpError, RequestContext, addressPrefix, storageError, type ListenerInfo, type ResponseFilter } from './context.js';
 
@@ -140,7 +140,7 @@ export class HttpServer {
   /** Open connections per address prefix. */
   private perPrefix = new Map<string, number>();
   readonly bodyGate: BodyGate;
-  private readonly outbox = new Outbox();
+  private readonly answers = new AnswerBatch();
   private sweeper: NodeJS.Timeout | undefined;
   private closing = false;
 
@@ -369,7 +369,7 @@ export class HttpServer {
    */
   private handle(req: http.IncomingMessage, res: http.ServerResponse, info: ListenerInfo): void {
     const path = decodePath(req.url ?? '');
-    const ctx = new RequestContext(req, res, info, path ?? '/', this.filters, this.outbox);
+    const ctx = new RequestContext(req, res, info, path ?? '/', this.filters, this.answers);
     ctx.bodyGate = this.bodyGate;
     const sock = req.socket as Tracked;
     const conn = sock[CONN] ?? sock._parent?.[CONN];

@@ -57,7 +57,7 @@ export const mqttSection = section<MqttConfig>({
   'tls.cert': [str(), ''],
   'tls.key': [str(), ''],
   // Each pending message costs the outbox some bookkeeping in memory even when its payload is on
-  // disk only (src/mqtt/outbox.ts): the maximum keeps that within a few MB.
+  // disk only (src/mqtt/telemetry-outbox.ts): the maximum keeps that within a few MB.
   'outbox.max.messages': [num({ int: true, min: 1, max: 100_000 }), 10000],
   'outbox.max.bytes': [num({ int: true, min: 65_536, max: 2 ** 31 - 1 }), DEFAULT_OUTBOX_MAX_BYTES],
   'encode.gzip': [bool, true],

@@ -128,7 +128,7 @@ export class Envelope {
     }
     const body = kp.body && kp.body.length > 0 ? kp.body : undefined;
     const request: MqttRequest = { appId, method: app[0]!, resources: app.slice(1), requester, requestId, body, metrics: kp.metrics };
-    // Over a decoding bound (MAX_INFLATED_BYTES, MAX_METRICS, docs/mqtt.md "Limits"): answered 413, not served.
+    // Over a decoding bound (MAX_INFLATED_BYTES, MAX_METRICS, docs/mqtt.md "ASSET-V1"): answered 413, not served.
     if (kp.refused) return { ok: false, ignore: false, reason: kp.refused, refused: { request, response: { code: 413, message: `Request too large: ${kp.refused}` } } };
     return { ok: true, request };
   }

@@ -26,7 +26,7 @@ import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } 
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
-import type { Outbox } from './outbox.js';
+import type { TelemetryOutbox } from './telemetry-outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
 import { MetricNames, encodeTelemetry, type Telemetry } from './telemetry.js';
 
@@ -35,7 +35,7 @@ export interface MqttServiceOptions {
   /** The MQTT applications to serve; BIRTH's application_ids. */
   applications: MqttApplications;
   /** The store-and-forward queue of telemetry: opened when MQTT is first enabled, closed by stop(). */
-  outbox: Outbox;
+  outbox: TelemetryOutbox;
   /** Report-by-exception telemetry, running while MQTT is enabled; its records go to publishTelemetry. */
   telemetry: Telemetry;
   /** Makes the client for the current configuration. */
@@ -66,7 +66,7 @@ export class MqttService {
   /** Application ids subscribed on the current client. */
   private subscribed = new Set<string>();
   readonly applications: MqttApplications;
-  private readonly outbox: Outbox;
+  private readonly outbox: TelemetryOutbox;
   private readonly telemetry: Telemetry;
   private outboxOpen = false;
   /** Messages handed to the current client and not yet acknowledged (a new set per client). */
@@ -271,7 +271,7 @@ export class MqttService {
       return;
     }
     client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, envelope, topic, payload));
-    // Flash-friendly outbox: telemetry acknowledged while connected is never written (outbox.ts).
+    // Flash-friendly outbox: telemetry acknowledged while connected is never written (telemetry-outbox.ts).
     client.on('connect', () => this.outbox?.setOnline(true));
     client.on('offline', () => this.outbox?.setOnline(false));
     this.client = client;

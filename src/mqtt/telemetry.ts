@@ -131,8 +131,8 @@ const J = {
 /**
  * The bytes of a json payload, written in place: no string per part, no joined text to flatten and
  * encode again. Those were about a fifth of the main thread's instructions per poll of 50 channels;
- * writing in place costs much of that back while the code is not optimised, and the net saving was
- * ~2 % (bench/profile-poll --callgrind). The protobuf Writer with text and numbers added; one scratch
+ * writing in place costs much of that back while the code is not optimised, and what remains is a
+ * net saving (bench/profile-poll --callgrind measures it). The protobuf Writer with text and numbers added; one scratch
  * buffer, reused, the payload copied out of it.
  */
 class JsonBytes extends Writer {

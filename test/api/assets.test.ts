@@ -93,7 +93,7 @@ t.test('22, 47: channel descriptions with Kura keys; a channel without type is l
   t.equal(r.status, 200);
   t.ok(r.body.includes('{"name":"r_int","type":"READ","valueType":"INTEGER","valueScale":1.0,"valueOffset":0.0,"unit":"rpm","isEnabled":true}'), r.body);
   const ch = byName(r.json());
-  t.notOk('notype' in ch, 'check 47');
+  t.notOk('notype' in ch, 'a channel without a value type is left out');
   t.same(Object.keys(ch.r_bool), ['name', 'type', 'valueType', 'valueScale', 'valueOffset', 'isEnabled'], 'no unit when none is configured, no configuration');
   t.equal(ch.rw_int.unit, '', 'an explicit empty unit is shown');
   t.same([ch.w.type, ch.rw_long.type, ch.disabled.isEnabled], ['WRITE', 'READ_WRITE', false]);
@@ -113,8 +113,8 @@ t.test('23, 46: GET _read gives every enabled readable channel with Kura value e
   t.ok(r.body.includes(`"name":"r_long","valueType":"LONG","value":${LONG_MAX},`), 'LONG exact in the JSON text');
   t.ok(r.body.includes('"name":"r_float","valueType":"FLOAT","value":12.34,'), 'FLOAT in Java text');
   t.ok(r.body.includes('"name":"r_double","valueType":"DOUBLE","value":1.0E7,'), 'DOUBLE in Java text');
-  t.equal(recs.scaled_int.value, 0, 'check 46: INTEGER scale 0.5 truncates to 0');
-  t.ok(r.body.includes('"name":"scaled_double","valueType":"DOUBLE","value":5.0,'), 'check 46: DOUBLE reads 5.0');
+  t.equal(recs.scaled_int.value, 0, 'INTEGER scale 0.5 truncates to 0');
+  t.ok(r.body.includes('"name":"scaled_double","valueType":"DOUBLE","value":5.0,'), 'DOUBLE scale 0.5 reads 5.0');
   t.equal(recs.r_str.value, 'val', 'scale ignored for STRING');
 });
 

@@ -54,7 +54,7 @@ t.test('configuration/v2', async (t) => {
   const byPid = async (pid: string) => (await post('configurableComponents/configurations/byPid', { pids: [pid] })).json().configs[0];
   const ids = async (): Promise<number[]> => (await get('snapshots')).json().ids;
 
-  t.test('check 1: role configuration (401 anonymous, 403 without it), ids ascending', async (t) => {
+  t.test('role configuration (401 anonymous, 403 without it), ids ascending', async (t) => {
     t.equal((await d.request(`${C}/snapshots`)).status, 401);
     t.equal((await basic(d, 'other', 'other').request(`${C}/snapshots`)).status, 403);
     t.equal((await basic(d, 'admin', 'admin').request(`${C}/snapshots`)).status, 200, 'kura.admin passes');
@@ -65,7 +65,7 @@ t.test('configuration/v2', async (t) => {
     t.same(list, [...list].sort((a: number, b: number) => a - b));
   });
 
-  t.test('check 2: _write answers a new, larger id', async (t) => {
+  t.test('_write answers a new, larger id', async (t) => {
     const before = await ids();
     const a = (await post('snapshots/_write')).json().id;
     const b = (await post('snapshots/_write')).json().id;
@@ -73,7 +73,7 @@ t.test('configuration/v2', async (t) => {
     t.same((await ids()).slice(-2), [a, b]);
   });
 
-  t.test('check 3: every section, driver and asset is a component; factory pids', async (t) => {
+  t.test('every section, driver and asset is a component; factory pids', async (t) => {
     const pids = (await get('configurableComponents')).json().pids;
     for (const p of [DAEMON, REST, 'org.eclipse.kura.web.Console', HTTP, MQTT, 'org.eclipse.kura.cloud.CloudService', 'org.eclipse.kura.deployment.agent', 'sim', 'demo']) t.ok(pids.includes(p), p);
     const comps = (await get('configurableComponents/pidsWithFactory')).json().components;
@@ -82,7 +82,7 @@ t.test('configuration/v2', async (t) => {
     t.same(comps.find((c: any) => c.pid === REST), { pid: REST }, 'singletons without factoryPid');
   });
 
-  t.test('check 4, Kura 67-68: byPid order, unknown omitted, missing pids', async (t) => {
+  t.test('Kura 67-68: byPid order, unknown omitted, missing pids', async (t) => {
     t.equal((await post('configurableComponents/configurations/byPid', { pids: ['nope'] })).body, '{"configs":[]}');
     const r = (await post('configurableComponents/configurations/byPid', { pids: [REST, 'demo'] })).json();
     t.same(r.configs.map((c: any) => c.pid), [REST, 'demo']);
@@ -91,12 +91,12 @@ t.test('configuration/v2', async (t) => {
     t.equal(bad.body, '{"message":"parameter \\"pids\\" is required"}');
   });
 
-  t.test('check 5, Kura 79-87: key order, AD keys, DOUBLE text, passwords', async (t) => {
+  t.test('Kura 79-87: key order, AD keys, DOUBLE text, passwords', async (t) => {
     const r = await post('configurableComponents/configurations/byPid', { pids: ['demo'] });
     t.match(r.body, /^\{"configs":\[\{"pid":"demo","definition":\{"ad":\[/);
     t.match(r.body, /"t#\+scale":\{"value":1\.0,"type":"DOUBLE"\}/, 'DOUBLE 1 is 1.0, value before type');
     const c = r.json().configs[0];
-    t.equal(c.definition.id, 'org.eclipse.kura.asset', 'check 19');
+    t.equal(c.definition.id, 'org.eclipse.kura.asset', "an asset's definition is Kura's asset OCD");
     const ad = c.definition.ad.find((a: any) => a.id === 'poll.interval');
     t.same(Object.keys(ad), ['name', 'id', 'type', 'cardinality', 'min', 'max', 'defaultValue', 'isRequired']);
     t.same(ad, { name: 'poll.interval', id: 'poll.interval', type: 'INTEGER', cardinality: 0, min: '0', max: '86400000', defaultValue: '0', isRequired: false });
@@ -108,7 +108,7 @@ t.test('configuration/v2', async (t) => {
     t.same(rest.properties['allowed.ports'], { value: [], type: 'INTEGER' });
   });
 
-  t.test('check 6, Kura 19: PASSWORD reads placeholder everywhere', async (t) => {
+  t.test('Kura 19: PASSWORD reads placeholder everywhere', async (t) => {
     t.same((await byPid(MQTT)).properties.password, { value: 'placeholder', type: 'PASSWORD' });
     const all = await get('configurableComponents/configurations');
     t.notOk(all.body.includes('s3cret'));
@@ -118,7 +118,7 @@ t.test('configuration/v2', async (t) => {
     t.ok(snap.body.includes('"placeholder"'));
   });
 
-  t.test('checks 7-8, 12: _update merges; takeSnapshot', async (t) => {
+  t.test('_update merges; takeSnapshot', async (t) => {
     const s = await ids();
     let r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1200 } } }], false);
     t.equal(r.status, 200);
@@ -134,13 +134,13 @@ t.test('configuration/v2', async (t) => {
     const snap = (await post('snapshots/byId', { id: after[after.length - 1] })).json().configs;
     const restSnap = snap.find((c: any) => c.pid === REST);
     t.same(restSnap.properties['session.inactivity.interval'], { value: 1300, type: 'INTEGER' });
-    t.notOk('definition' in restSnap, 'check 21: no definition in snapshots');
-    // check 12: a property with no value is removed: the default shows again.
+    t.notOk('definition' in restSnap, 'no definition in snapshots');
+    // A property with no value is removed: the default shows again.
     t.equal((await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG' } } }], false)).status, 200);
     t.same((await byPid(REST)).properties['session.inactivity.interval'], { value: 900, type: 'INTEGER' });
   });
 
-  t.test('checks 9-10, Kura 55-65: request validation order and texts, nothing applied', async (t) => {
+  t.test('Kura 55-65: request validation order and texts, nothing applied', async (t) => {
     const cases: [unknown, string][] = [
       [{}, 'parameter "configs" is required'],
       [{ configs: [{ pid: 'x' }] }, 'parameter "properties" is required'],
@@ -172,12 +172,12 @@ t.test('configuration/v2', async (t) => {
     t.equal((await get('configurableComponents/configurations')).body, before, 'nothing applied');
   });
 
-  t.test('check 11: unknown pid ignored, 200', async (t) => {
+  t.test('unknown pid ignored, 200', async (t) => {
     t.equal((await update([{ pid: 'zzz', properties: { k: { type: 'INTEGER', value: 1 } } }], false)).status, 200);
     t.notOk((await get('configurableComponents')).json().pids.includes('zzz'));
   });
 
-  t.test('check 13: PASSWORD update; placeholder keeps the stored value (deviation)', async (t) => {
+  t.test('PASSWORD update; placeholder keeps the stored value (deviation)', async (t) => {
     t.equal((await rootUpdate([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'n3w' } } }], false)).status, 200);
     t.same((await byPid(MQTT)).properties.password, { value: 'placeholder', type: 'PASSWORD' });
     t.equal((await update([{ pid: MQTT, properties: { password: { type: 'PASSWORD', value: 'placeholder' }, 'keep-alive': { type: 'INTEGER', value: 40 } } }], false)).status, 200, 'placeholder is no change of the reserved password');
@@ -188,7 +188,7 @@ t.test('configuration/v2', async (t) => {
     t.notOk(d.logs.some((l) => l.includes('n3w') || l.includes('s3cret')), 'never logged');
   });
 
-  t.test('check 14 (deviation): a value outside its definition is 400 naming pid and property', async (t) => {
+  t.test('(deviation) a value outside its definition is 400 naming pid and property', async (t) => {
     const r = await update([{ pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 0 } } }], false);
     t.equal(r.status, 400);
     t.same(r.json(), { message: `Invalid configuration of ${REST}, property session.inactivity.interval: must be between 1 and 604800 s (7 days), got 0` });
@@ -197,7 +197,7 @@ t.test('configuration/v2', async (t) => {
     t.match(u.json().message, `${REST}, property no.such.key: unknown key`);
   });
 
-  t.test('check 15: factory OCDs', async (t) => {
+  t.test('factory OCDs', async (t) => {
     const r = (await get('factoryComponents/ocd')).json().configs;
     const modbus = r.find((c: any) => c.pid === 'org.eclipse.kura.driver.modbus');
     t.same(modbus.properties, {});
@@ -207,7 +207,7 @@ t.test('configuration/v2', async (t) => {
     t.equal((await post('factoryComponents/ocd/byFactoryPid', { pids: ['x.y'] })).body, '{"configs":[]}');
   });
 
-  t.test('checks 16-17, 19: an asset created the Kura way reads at once', async (t) => {
+  t.test('an asset created the Kura way reads at once', async (t) => {
     const s = await ids();
     const r = await post('factoryComponents', asset('a1', { 'c1#simulation': { type: 'STRING', value: 'counter' } }));
     t.equal(r.status, 200);
@@ -228,7 +228,7 @@ t.test('configuration/v2', async (t) => {
     for (const id of ['driver.pid', 'c1#+type', 'c1#+value.type', 'c1#simulation']) t.ok(ads.includes(id), id);
   });
 
-  t.test('check 18: ill-formed channel keys are ignored, a channel without value.type is left out', async (t) => {
+  t.test('ill-formed channel keys are ignored, a channel without value.type is left out', async (t) => {
     const r = await post('factoryComponents', {
       configs: [
         {
@@ -252,7 +252,7 @@ t.test('configuration/v2', async (t) => {
     t.same(a.json().map((c: any) => c.name), ['c_1']);
   });
 
-  t.test('check 20: delete a factory component', async (t) => {
+  t.test('delete a factory component', async (t) => {
     const s = await ids();
     const r = await post('factoryComponents/byPid', { pids: ['a2'], takeSnapshot: false }, 'DELETE');
     t.same([r.status, r.body], [200, '']);
@@ -264,7 +264,7 @@ t.test('configuration/v2', async (t) => {
     t.same([e.status, e.json()], [400, { message: 'parameter "pids" is required' }]);
   });
 
-  t.test('checks 21-24: snapshots byId and rollback', async (t) => {
+  t.test('snapshots byId and rollback', async (t) => {
     const miss = await post('snapshots/byId', { id: 1 });
     t.equal(miss.status, 500);
     t.match(miss.json().message, /was not found\.$/);

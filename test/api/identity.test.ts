@@ -1,4 +1,4 @@
-// identity/v1 (Kura IdentityEndpointsTest I1–I9, derived check D19), the persistent identity store
+// identity/v1 (Kura IdentityEndpointsTest I1–I9; docs/rest-api.md "identity/v1"), the persistent identity store
 // (seeding, restart, Kura SHA-256 upgrade) and `gatewayd passwd`.
 import t from 'tap';
 import crypto from 'node:crypto';
@@ -22,7 +22,7 @@ t.test('identity/v1', async (t) => {
   });
   const admin = basic(d, 'idadmin', 'idadmin');
 
-  t.test('I1/D19: passwordRequirements anonymously, Kura key order', async (t) => {
+  t.test('I1: passwordRequirements anonymously, Kura key order', async (t) => {
     const r = await d.request(`${I}/passwordRequirements`);
     t.equal(r.status, 200);
     t.equal(r.body, '{"passwordMinimumLength":8,"passwordRequireDigits":false,"passwordRequireSpecialChars":false,"passwordRequireBothCases":false}');

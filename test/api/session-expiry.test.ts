@@ -1,5 +1,5 @@
 // Inactivity expiry, bounded session store, reload without dropping sessions (Kura RestServiceTest
-// 29–31; derived check D16; SIGHUP, docs/configuration.md "Reloading").
+// 29–31; docs/rest-api.md "session/v1"; SIGHUP, docs/configuration.md "Reloading").
 import t from 'tap';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,7 +38,7 @@ t.test('inactivity interval of 1 s', async (t) => {
     t.equal((await b.request(ASSETS)).status, 401);
   });
 
-  t.test('D16: requests without a valid token do not extend the session', async (t) => {
+  t.test('requests without a valid token do not extend the session', async (t) => {
     const b = await login(d, 'foo', 'bar');
     const token = b.headers['x-xsrf-token'];
     delete b.headers['x-xsrf-token'];

@@ -1,5 +1,5 @@
 // Session API: login/password, xsrfToken, currentIdentity, authenticationInfo (Kura RestServiceTest
-// 2, 15–17, 20, 21, 43–46; derived checks D1, D6, D12) over HTTP and HTTPS against the real daemon.
+// 2, 15–17, 20, 21, 43–46; docs/rest-api.md "session/v1") over HTTP and HTTPS against the real daemon.
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { Browser } from '../helpers/session-client.js';
@@ -32,7 +32,7 @@ t.test('login, token and identity on one daemon', async (t) => {
     t.match(c, /^JSESSIONID=[A-Za-z0-9_-]{22}; /, '128-bit id');
     t.match(c, /; Path=\//);
     t.match(c, /; HttpOnly/);
-    // Contract §4: SameSite=Strict always, Secure only over HTTPS.
+    // SameSite=Strict always, Secure only over HTTPS (docs/rest-api.md "session/v1").
     t.match(c, /; SameSite=Strict/);
     t.notMatch(c, /Secure(;|$)/, 'no Secure over plain HTTP');
   });
@@ -52,12 +52,12 @@ t.test('login, token and identity on one daemon', async (t) => {
       t.equal(r.status, 401, `${u}/${p}`);
       t.same(r.json(), { message: 'Authentication failed as username or password not matching' });
       t.equal(b.sessionId, undefined, 'no JSESSIONID');
-      // D12: the login 401 carries the BASIC challenge while BASIC is enabled.
+      // The login 401 carries the BASIC challenge while BASIC is enabled.
       t.equal(r.headers['www-authenticate'], CHALLENGE);
     }
   });
 
-  t.test('D1: blank or missing fields: 400', async (t) => {
+  t.test('blank or missing fields: 400', async (t) => {
     for (const body of [{ username: '  ', password: 'x' }, { username: 'foo' }, { password: 'bar' }, { username: 'foo', password: '\t' }, {}]) {
       const r = await d.request(`${S}/login/password`, { method: 'POST', body });
       t.equal(r.status, 400, JSON.stringify(body));
@@ -88,7 +88,7 @@ t.test('login, token and identity on one daemon', async (t) => {
     t.equal((await b.request(`${S}/xsrfToken`)).json().xsrfToken, r.json().xsrfToken, 'stable for the session');
   });
 
-  t.test('D6: a new login replaces the session; the old cookie stops working and the token changes', async (t) => {
+  t.test('a new login replaces the session; the old cookie stops working and the token changes', async (t) => {
     const b = new Browser(d);
     await b.loginPassword('foo', 'bar');
     const oldId = b.sessionId!;

@@ -1,5 +1,5 @@
 // changePassword: check order, strength rules, session end (Kura RestServiceTest 27, 28, 37–42;
-// derived checks D2–D4, D20, D21).
+// docs/rest-api.md "session/v1" and "Password checks").
 import t from 'tap';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,7 +31,7 @@ t.test('minimum length 1, other rules off', async (t) => {
     t.same(r.json(), { message: 'Password change failed as previous password equals new one' });
   });
 
-  t.test('D3: a wrong current password is 401 and the session survives', async (t) => {
+  t.test('a wrong current password is 401 and the session survives', async (t) => {
     const b = await login(d, 'foo', 'bar');
     const r = await change(b, 'nope', 'baz');
     t.equal(r.status, 401);
@@ -39,15 +39,15 @@ t.test('minimum length 1, other rules off', async (t) => {
     t.equal((await b.request(`${S}/xsrfToken`)).status, 200);
   });
 
-  t.test('28/D4: after a change the session is over; a new login reaches resources', async (t) => {
+  t.test('28: after a change the session is over; a new login reaches resources', async (t) => {
     const b = await login(d, 'foo', 'bar');
     const other = new Browser(d);
     await other.loginPassword('foo', 'bar');
     const r = await change(b, 'bar', 'baz');
     t.equal(r.status, 204);
     t.equal(r.body, '');
-    t.equal((await b.request(`${S}/currentIdentity`)).status, 401, 'D4: currentIdentity with the old cookie');
-    t.equal((await b.request(`${S}/xsrfToken`)).status, 401, 'D4: xsrfToken with the old cookie');
+    t.equal((await b.request(`${S}/currentIdentity`)).status, 401, 'currentIdentity with the old cookie');
+    t.equal((await b.request(`${S}/xsrfToken`)).status, 401, 'xsrfToken with the old cookie');
     t.equal((await other.request(`${S}/xsrfToken`)).status, 401, 'other sessions of the identity end too');
     t.equal((await new Browser(d).loginPassword('foo', 'bar')).status, 401, 'old password refused');
     const b2 = new Browser(d);
@@ -59,7 +59,7 @@ t.test('minimum length 1, other rules off', async (t) => {
   });
 });
 
-t.test('D2: the body is checked before authentication', async (t) => {
+t.test('the body is checked before authentication', async (t) => {
   const d = await startDaemon(t, { identities: { foo: { password: 'bar' } } });
   for (const body of [{}, { currentPassword: 'a' }, { newPassword: 'b' }, { currentPassword: ' ', newPassword: 'abcdefgh1' }]) {
     const r = await d.request(`${S}/changePassword`, { method: 'POST', body });
@@ -73,14 +73,14 @@ t.test('D2: the body is checked before authentication', async (t) => {
   t.equal(bad.status, 400, 'malformed JSON is 400');
 });
 
-t.test('D20/D21: default minimum length 8, message format, length before same-password', async (t) => {
+t.test('default minimum length 8, message format, length before same-password', async (t) => {
   const d = await startDaemon(t, { identities: { foo: { password: 'bar' } } });
   const b = await login(d, 'foo', 'bar');
   const r1 = await change(b, 'bar', 'abc');
   t.equal(r1.status, 400);
   t.same(r1.json(), { message: `${PREFIX}Password length must be at least 8 characters` });
   const r2 = await change(b, 'bar', 'bar');
-  t.same(r2.json(), { message: `${PREFIX}Password length must be at least 8 characters` }, 'D21');
+  t.same(r2.json(), { message: `${PREFIX}Password length must be at least 8 characters` }, 'the length is checked before the same-password rule');
 });
 
 t.test('37: credentials changed out of band end the session', async (t) => {

@@ -1,5 +1,5 @@
 // Session authentication of resources: XSRF token on every request, logout, locked sessions
-// (Kura RestServiceTest 22–26, 35; derived checks D5, D14, D15, D22).
+// (Kura RestServiceTest 22–26, 35; docs/rest-api.md "session/v1", "Authentication").
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { Browser, login } from '../helpers/session-client.js';
@@ -40,7 +40,7 @@ t.test('session with BASIC enabled', async (t) => {
     t.equal((await b.request(ASSETS, { headers: { 'X-XSRF-TOKEN': token } })).status, 200, 'header name is case-insensitive');
   });
 
-  t.test('D15: the token is required on GET too', async (t) => {
+  t.test('the token is required on GET too', async (t) => {
     const b = new Browser(d);
     await b.loginPassword('foo', 'bar');
     await b.fetchToken();
@@ -50,7 +50,7 @@ t.test('session with BASIC enabled', async (t) => {
     t.same(r.json(), { message: 'Current session is not valid' });
   });
 
-  t.test('24/D22: logout ends the session and expires every cookie', async (t) => {
+  t.test('24: logout ends the session and expires every cookie', async (t) => {
     const b = await login(d, 'foo', 'bar');
     t.equal((await b.request(ASSETS)).status, 200);
     const oldId = b.sessionId;
@@ -82,7 +82,7 @@ t.test('session with BASIC enabled', async (t) => {
     t.equal(r.headers['set-cookie'], undefined);
   });
 
-  t.test('26/D5: a locked session gets a token and nothing else', async (t) => {
+  t.test('26: a locked session gets a token and nothing else', async (t) => {
     const b = new Browser(d);
     const r = await b.loginPassword('flagged', 'bar');
     t.equal(r.status, 200);
@@ -95,7 +95,7 @@ t.test('session with BASIC enabled', async (t) => {
     t.equal((await b.request('/services/identity/v1/passwordRequirements')).status, 200, 'public endpoints still answer');
   });
 
-  t.test('D14: valid BASIC wins over a session without token; wrong BASIC falls through to a valid session', async (t) => {
+  t.test('valid BASIC wins over a session without token; wrong BASIC falls through to a valid session', async (t) => {
     const b = new Browser(d);
     await b.loginPassword('foo', 'bar');
     const token = await b.fetchToken();
@@ -105,7 +105,7 @@ t.test('session with BASIC enabled', async (t) => {
     t.equal(r2.status, 200, 'session with token');
   });
 
-  t.test('D13: BASIC refuses an identity that must change its password, and a lower-case scheme', async (t) => {
+  t.test('BASIC refuses an identity that must change its password, and a lower-case scheme', async (t) => {
     t.equal((await d.request(ASSETS, { headers: basicHeader('flagged', 'bar') })).status, 401);
     const lower = { authorization: `basic ${Buffer.from('foo:bar').toString('base64')}` };
     t.equal((await d.request(ASSETS, { headers: lower })).status, 401);
@@ -124,7 +124,7 @@ t.test('35: session auth works with BASIC disabled, and no challenge is sent', a
   t.equal((await b.request(ASSETS)).status, 200);
   const anon = await d.request(ASSETS);
   t.equal(anon.status, 401);
-  t.equal(anon.headers['www-authenticate'], undefined, 'D12: no WWW-Authenticate while BASIC is off');
+  t.equal(anon.headers['www-authenticate'], undefined, 'no WWW-Authenticate while BASIC is off');
   const bad = await d.request(`${S}/login/password`, { method: 'POST', body: { username: 'foo', password: 'x' } });
   t.equal(bad.status, 401);
   t.equal(bad.headers['www-authenticate'], undefined);

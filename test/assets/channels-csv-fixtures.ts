@@ -1,6 +1,6 @@
 // Channel property definitions for the channel CSV tests, shaped as the asset definition gives
 // them (docs/configuration-v2.md): Kura's generic keys with `+`, gatewayd's deadband, the Modbus
-// driver's keys (docs/drivers.md "Modbus"), plus a LONG and a value-typed key to cover every type.
+// driver's keys (docs/drivers.md "modbus"), plus a LONG and a value-typed key to cover every type.
 
 import type { ChannelPropertyDefinition } from '../../src/assets/channels-csv.js';
 

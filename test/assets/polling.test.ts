@@ -4,7 +4,8 @@
 // Rates are compared as ratios measured in the same run, never against the wall clock.
 import t from 'tap';
 import net from 'node:net';
-import { AssetRuntime, DriverPool } from '../../src/assets/service.js';
+import { AssetRuntime } from '../../src/assets/service.js';
+import { DriverPool } from '../../src/assets/driver-pool.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { simulatorFactory } from '../../src/drivers/simulator/index.js';
 import { modbusFactory } from '../../src/drivers/modbus/index.js';

@@ -1,7 +1,9 @@
 // The asset runtime in process: single-flight reads, polling, drivers that hang, throw or lie,
 // factories that come and go (a deployment package's driver), and Kura's mode rules on writes.
 import t from 'tap';
-import { AssetRuntime, DriverPool, DRIVER_NOT_ATTACHED } from '../../src/assets/service.js';
+import { AssetRuntime } from '../../src/assets/service.js';
+import { DriverPool } from '../../src/assets/driver-pool.js';
+import { DRIVER_NOT_ATTACHED } from '../../src/drivers/driver.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import type { ChannelResult, Driver, DriverFactory, WriteRequest } from '../../src/drivers/driver.js';
 import { type ChannelConfig } from '../../src/channels/types.js';

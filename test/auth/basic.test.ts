@@ -1,5 +1,5 @@
-// BASIC authentication and role checks (Kura RestServiceTest 1, 3–6, 12, 33; derived checks D12,
-// D17, D18), and the BASIC verification cache (scrypt not recomputed per request).
+// BASIC authentication and role checks (Kura RestServiceTest 1, 3–6, 12, 33; docs/rest-api.md
+// "Authentication": the challenge, kura.admin, permission changes applied live), and the BASIC verification cache (scrypt not recomputed per request).
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic, login } from '../helpers/session-client.js';
@@ -30,7 +30,7 @@ t.test('BASIC and roles', async (t) => {
     const r = await basic(d, 'fooo', 'barr').request(ASSETS);
     t.equal(r.status, 403);
     t.equal(r.body, '');
-    t.equal(r.headers['www-authenticate'], CHALLENGE, 'D12');
+    t.equal(r.headers['www-authenticate'], CHALLENGE, 'the BASIC challenge on a 403 too');
   });
 
   t.test('4: wrong password: 401', async (t) => {
@@ -49,7 +49,7 @@ t.test('BASIC and roles', async (t) => {
     t.equal(r.headers['www-authenticate'], CHALLENGE);
   });
 
-  t.test('D18: kura.admin passes every role; currentIdentity does not expand it', async (t) => {
+  t.test('kura.admin passes every role; currentIdentity does not expand it', async (t) => {
     t.equal((await basic(d, 'boss', 'boss').request(ASSETS)).status, 200);
     t.equal((await basic(d, 'boss', 'boss').request('/services/identity/v1/identities')).status, 200);
     const r = await basic(d, 'boss', 'boss').request('/services/session/v1/currentIdentity');
@@ -64,7 +64,7 @@ t.test('BASIC and roles', async (t) => {
     t.equal((await d.request(ASSETS, { headers: colon })).status, 401, 'password is everything after the first colon');
   });
 
-  t.test('D17: permission changes apply to a live session at once without ending it', async (t) => {
+  t.test('permission changes apply to a live session at once without ending it', async (t) => {
     const s = await login(d, 'foo', 'bar');
     const admin = basic(d, 'idadmin', 'idadmin');
     t.equal((await s.request(ASSETS)).status, 403);

@@ -1,5 +1,5 @@
-// Client certificates and allowed ports (Kura RestServiceTest 13, 14, 18, 19, 32, 34, 36; derived
-// checks D9–D11), with a CA, server and client certificates made by openssl for the test.
+// Client certificates and allowed ports (Kura RestServiceTest 13, 14, 18, 19, 32, 34, 36;
+// docs/rest-api.md "Authentication", docs/configuration.md "`rest`: authentication and sessions"), with a CA, server and client certificates made by openssl for the test.
 import t from 'tap';
 import fs from 'node:fs';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
@@ -90,7 +90,7 @@ if (!haveOpenssl()) {
       t.equal(r.status, 200);
     });
 
-    t.test('D11: a port outside allowed.ports answers 404 without a challenge, for every path', async (t) => {
+    t.test('a port outside allowed.ports answers 404 without a challenge, for every path', async (t) => {
       const https = { port: d.ports.https[0], tls: true, ca: pki.caCert };
       for (const p of [ASSETS, `${S}/authenticationInfo`, '/services/identity/v1/passwordRequirements']) {
         const r = await d.request(p, https);
@@ -101,7 +101,7 @@ if (!haveOpenssl()) {
       t.equal((await d.request(`${S}/authenticationInfo`)).status, 200, 'allowed port');
     });
 
-    t.test('D10: authenticationInfo lists the client-auth ports', async (t) => {
+    t.test('authenticationInfo lists the client-auth ports', async (t) => {
       const r = await d.request(`${S}/authenticationInfo`);
       t.equal(r.body, `{"passwordAuthenticationEnabled":true,"certificateAuthenticationEnabled":true,"certificateAuthenticationPorts":[${d.ports.clientAuth[0]}]}`);
     });
@@ -114,14 +114,14 @@ if (!haveOpenssl()) {
     t.equal((await b.request(ASSETS)).status, 200, '36: cert session of a flagged identity');
   });
 
-  t.test('D9: certificate auth off: login/certificate 404, no ports reported, stateless off too', async (t) => {
+  t.test('certificate auth off: login/certificate 404, no ports reported, stateless off too', async (t) => {
     const d = await start(t, { 'auth.certificate.enabled': false });
     t.equal((await d.request(`${S}/login/certificate`, { ...on(d, 'foo'), method: 'POST' })).status, 404);
     t.equal((await d.request(ASSETS, on(d, 'foo'))).status, 401, 'stateless needs certificate auth');
     t.equal((await d.request(`${S}/authenticationInfo`)).body, '{"passwordAuthenticationEnabled":true,"certificateAuthenticationEnabled":false}');
   });
 
-  t.test('D10: several client-auth ports are reported sorted', async (t) => {
+  t.test('several client-auth ports are reported sorted', async (t) => {
     const d = await startDaemon(t, { http: { ...tls } }, { http: 1, clientAuth: 2 });
     const r = (await d.request(`${S}/authenticationInfo`)).json();
     t.same(r.certificateAuthenticationPorts, [...d.ports.clientAuth].sort((a, b) => a - b));

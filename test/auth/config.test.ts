@@ -1,4 +1,4 @@
-// The rest configuration parameters and their dependencies (docs/configuration.md "rest"; derived checks D7, D8):
+// The rest configuration parameters and their dependencies (docs/configuration.md "`rest`: authentication and sessions"):
 // session endpoints 404 when sessions are off except changePassword and authenticationInfo.
 import t from 'tap';
 import fs from 'node:fs';
@@ -8,7 +8,7 @@ import { Browser, login } from '../helpers/session-client.js';
 const S = '/services/session/v1';
 const basicHeader = (u: string, p: string) => ({ authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}` });
 
-t.test('D7: session management disabled from start-up', async (t) => {
+t.test('session management disabled from start-up', async (t) => {
   const d = await startDaemon(t, { rest: { 'session.management.enabled': false }, console: { 'new.password.min.length': 1 }, identities: { foo: { password: 'bar', permissions: ['rest.assets'] } } });
   for (const [method, p] of [['POST', '/login/password'], ['POST', '/login/certificate'], ['GET', '/xsrfToken'], ['POST', '/logout'], ['GET', '/currentIdentity']]) {
     const r = await d.request(`${S}${p}`, { method, body: method === 'POST' ? { username: 'foo', password: 'bar' } : undefined });
@@ -23,7 +23,7 @@ t.test('D7: session management disabled from start-up', async (t) => {
   t.equal((await d.request('/services/assets', { headers: basicHeader('foo', 'baz') })).status, 200);
 });
 
-t.test('D8: password authentication disabled', async (t) => {
+t.test('password authentication disabled', async (t) => {
   const d = await startDaemon(t, { rest: { 'auth.password.enabled': false }, identities: { foo: { password: 'bar' } } });
   t.equal((await d.request(`${S}/login/password`, { method: 'POST', body: { username: 'foo', password: 'bar' } })).status, 404);
   t.equal((await d.request(`${S}/authenticationInfo`)).body, '{"passwordAuthenticationEnabled":false,"certificateAuthenticationEnabled":false}');

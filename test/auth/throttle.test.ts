@@ -66,8 +66,9 @@ t.test('a correct client certificate is never delayed', { skip: !haveOpenssl() &
   t.equal((await b.request(`${S}/login/certificate`, { method: 'POST' })).status, 200, 'certificate login');
 });
 
-// Issue 13 item 4: failed logins with distinct 15 KB names from a few hundred addresses filled the
-// throttle's tables with the names themselves until the heap (48 MB under the launcher) gave out.
+// Memory bounded whatever a client sends (README "Robustness", part 10): failed logins with
+// distinct 15 KB names from a few hundred addresses must not fill the throttle's tables with the
+// names themselves until the heap (48 MB under the launcher) gives out.
 t.test('distinct 15 KB user names from 300 addresses: the throttle stays bounded, the daemon serves', async (t) => {
   const d = await startDaemon(t, { identities: { foo: { password: 'Foo-pw-123' } } }, { env: { NODE_OPTIONS: launcherHeapOptions() } });
   const post = (username: string, localAddress: string) =>

@@ -1,7 +1,7 @@
 // Tables for the pure pieces of the auth layer: BASIC and cookie parsing, password rules, hash
 // forms, session store bounds and expiry, throttle windows (fake clocks, no sleeping).
 import t from 'tap';
-import { BasicCache, parseBasic } from '../../src/auth/basic.js';
+import { BasicCache, parseBasic } from '../../src/auth/basic-credentials.js';
 import { cookieValue, parseCookies } from '../../src/auth/layer.js';
 import { commonName } from '../../src/auth/providers/certificate.js';
 import { passwordFailures } from '../../src/auth/password-policy.js';

@@ -1,5 +1,5 @@
 // The benchmark harness's own logic (bench/lib): wrk report parsing, the launcher's node flags,
-// statistics and goal verdicts. No timing is asserted anywhere (issue 8): `make bench` measures.
+// statistics and goal verdicts. No timing is asserted anywhere (bench/README.md): `make bench` measures.
 import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,4 +1,4 @@
-// The scale benchmark's pure logic (issue 17 item 4): the devices' Modbus answers, the telemetry
+// The scale benchmark's pure logic (bench/README.md "Scale"): the devices' Modbus answers, the telemetry
 // scan, the latency histogram and the poll-miss count. No timing is asserted: `make bench` measures.
 import t from 'tap';
 import { answer, registerValue } from '../../bench/load/modbus-answer.js';

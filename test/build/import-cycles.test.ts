@@ -4,14 +4,16 @@
 //   2. the folder table: each folder of src/ (and each file at its top) imports only the folders its
 //      row names, and the rows themselves form layers (no folder may reach itself through them).
 //      An import that runs from a lower layer back up to a higher one fails here, not in a review.
-// The graph comes from TypeScript's own import scanner over every file of src/.
+// The graph comes from TypeScript's own import scanner over every file of src/. The table a reader
+// sees (docs/architecture.md "Layers", README "Layout") is held to this one.
 
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
-const SRC = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '../../src');
+const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '../..');
+const SRC = path.join(ROOT, 'src');
 
 /**
  * The folder table: who may import whom. A row is a folder of src/ (or a file at its top) and the
@@ -196,4 +198,40 @@ t.test('src/ keeps to the folder table', async (t) => {
   const byFloor = new Map<number, string[]>();
   for (const [f, n] of floors(FOLDER_TABLE)) byFloor.set(n, [...(byFloor.get(n) ?? []), f]);
   for (const n of [...byFloor.keys()].sort((a, b) => b - a)) t.comment(`floor ${n}: ${byFloor.get(n)!.join(' ')}`);
+});
+
+/** The lines of the markdown section under `## <heading>`, up to the next `## `. */
+function sectionLines(md: string, heading: string): string[] {
+  const lines = md.split('\n');
+  const start = lines.indexOf(`## ${heading}`);
+  if (start < 0) return [];
+  const end = lines.findIndex((l, i) => i > start && l.startsWith('## '));
+  return lines.slice(start + 1, end < 0 ? undefined : end);
+}
+
+/** A src/ path as its table row: `src/core/` → core, `src/daemon.ts` → daemon.ts. */
+const rowOf = (cell: string): string | undefined => /^`src\/([\w.-]+?)\/?`$/.exec(cell.trim())?.[1];
+
+/** docs/architecture.md's Layers table: row → floor and the rows it may import. */
+function documentedTable(md: string): Map<string, { floor: number; imports: string[] }> {
+  const out = new Map<string, { floor: number; imports: string[] }>();
+  for (const line of sectionLines(md, 'Layers')) {
+    const cells = line.split('|').slice(1, -1);
+    if (cells.length < 3 || !/^\s*\d+\s*$/.test(cells[0]!)) continue;
+    const row = rowOf(cells[1]!);
+    if (row === undefined) continue;
+    out.set(row, { floor: Number(cells[0]), imports: [...cells[2]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).sort() });
+  }
+  return out;
+}
+
+t.test('docs/architecture.md "Layers" is the folder table, with its floors; README "Layout" names every row', async (t) => {
+  const documented = documentedTable(fs.readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8'));
+  const floor = floors(FOLDER_TABLE);
+  const expected = new Map(Object.entries(FOLDER_TABLE).map(([row, imports]) => [row, { floor: floor.get(row)!, imports: [...imports].sort() }]));
+  t.same(Object.fromEntries(documented), Object.fromEntries(expected), 'the same rows, floors and imports as FOLDER_TABLE');
+  const layout = sectionLines(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'), 'Layout').join('\n');
+  const named = new Set([...layout.matchAll(/`src\/([\w.-]+?)(?:\/[^`]*)?`/g)].map((m) => m[1]!));
+  t.same(Object.keys(FOLDER_TABLE).filter((row) => !named.has(row)), [], 'every row has its line in the README');
+  t.same([...named].filter((row) => !(row in FOLDER_TABLE)), [], 'the README names no folder that is not there');
 });

@@ -1,4 +1,4 @@
-// Issue 7 item 4 inside `make test`: `make arm-check` (build/arm-check.sh) — the bundle on Debian's
+// The bundle on ARM (docs/installation.md "ARM") inside `make test`: `make arm-check` (build/arm-check.sh) — the bundle on Debian's
 // armhf nodejs under qemu-user: start, login, read the demo asset, stop. It takes about 30 s once
 // the armhf packages are cached (a minute more the first time), so it runs when GATEWAYD_ARM_CHECK=1
 // or under CI=true, where a missing qemu-user or an unreachable Debian mirror is a failure.

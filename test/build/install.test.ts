@@ -1,4 +1,4 @@
-// Issue 7 item 1: `make install` lays out the image tree, and the installed tree runs exactly as its
+// `make install` (docs/installation.md "Installing into a firmware image") lays out the image tree, and the installed tree runs exactly as its
 // systemd unit and its BusyBox init script start it (dataDir and ports redirected), writing nothing
 // outside dataDir: the daemon runs as an unprivileged user when we are root, every write-like system
 // call is recorded with strace, and the image tree is compared before and after.

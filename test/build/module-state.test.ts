@@ -1,4 +1,4 @@
-// No module-level mutable state in src/ (issue 12: the daemon is assembled from parts that can each
+// No module-level mutable state in src/ (docs/architecture.md "Rules the tests keep": the daemon is assembled from parts that can each
 // be started in a test; two daemons in one process must not share anything). A top-level `let` or
 // `var` is refused unless listed here with the reason it is harmless.
 

@@ -1,4 +1,4 @@
-// Issue 7 item 3, over-the-air updates, with two real builds of the bundle:
+// Over-the-air updates (docs/installation.md "Over-the-air updates"), with two real builds of the bundle:
 // - "old" is this source tree as it is (dataDir format N), version 1.0.0-old;
 // - "new" is the same tree with DATA_FORMAT_VERSION N+1 and a migration N → N+1 (injected by an
 //   esbuild plugin through build/build.mjs, so both builds take the same code path), version 2.0.0-new.

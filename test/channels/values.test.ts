@@ -113,7 +113,7 @@ t.test('REST JSON text of values (Gson with Java number text)', async (t) => {
 
 t.test("scale and offset on reads, with Kura's integer truncation", async (t) => {
   const rows: [TypedValue, number, number, string][] = [
-    [{ type: 'INTEGER', value: 10 }, 0.5, 0, 'INTEGER:0'], // check 46: (int)0.5 = 0
+    [{ type: 'INTEGER', value: 10 }, 0.5, 0, 'INTEGER:0'], // Kura truncates an INTEGER channel's scaled value: (int)0.5 = 0
     [{ type: 'DOUBLE', value: 10 }, 0.5, 0, 'DOUBLE:5'],
     [{ type: 'INTEGER', value: 10 }, 2.9, 1.9, 'INTEGER:21'],
     [{ type: 'INTEGER', value: 10 }, -1.5, -0.5, 'INTEGER:-10'],

@@ -30,7 +30,7 @@ t.test('CONF-V2 over a real broker', mosquittoSkip(), async (t) => {
     admin.request(`${C}/${p}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   const conf = async (mr: string, body?: unknown) => (await req.kura('dev1', mr, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body), { app: 'CONF-V2', wait: 8000 }))!;
 
-  t.test('check 25: GET/snapshots, body = REST body, response.code int32', async (t) => {
+  t.test('GET/snapshots, body = REST body, response.code int32', async (t) => {
     const r = await conf('GET/snapshots');
     t.equal(r.code, 200);
     t.equal(r.metrics.find((m) => m.name === 'response.code')?.type, 'INT32');
@@ -38,7 +38,7 @@ t.test('CONF-V2 over a real broker', mosquittoSkip(), async (t) => {
     t.equal(r.topic.split('/').slice(0, 5).join('/'), '$EDC/acct/kapua/CONF-V2/REPLY');
   });
 
-  t.test('check 26: EXEC/snapshots/_write; POST is 404 Not found.', async (t) => {
+  t.test('EXEC/snapshots/_write; POST is 404 Not found.', async (t) => {
     const r = await conf('EXEC/snapshots/_write');
     t.equal(r.code, 200);
     const id = JSON.parse(r.body!).id;
@@ -49,14 +49,14 @@ t.test('CONF-V2 over a real broker', mosquittoSkip(), async (t) => {
     t.equal(p.message, undefined, 'no response.exception.message');
   });
 
-  t.test('check 27: byPid without credentials; same configurations as REST', async (t) => {
+  t.test('byPid without credentials; same configurations as REST', async (t) => {
     t.equal((await conf('POST/configurableComponents/configurations/byPid', { pids: ['nope'] })).body, '{"configs":[]}');
     const m = await conf('POST/configurableComponents/configurations/byPid', { pids: [MQTT, REST] });
     t.equal(m.body, (await rest('configurableComponents/configurations/byPid', { pids: [MQTT, REST] })).body);
     t.notOk(m.body!.includes('Mqtt-Secret-1'), 'password masked over MQTT too');
   });
 
-  t.test('check 28: malformed body and validation errors are the REST ones', async (t) => {
+  t.test('malformed body and validation errors are the REST ones', async (t) => {
     const bad = await conf('PUT/configurableComponents/configurations/_update', '{bad');
     t.equal(bad.code, 400);
     t.ok(JSON.parse(bad.body!).message);
@@ -76,7 +76,7 @@ t.test('CONF-V2 over a real broker', mosquittoSkip(), async (t) => {
     t.equal(connects(), before, 'no reconnection for a REST setting');
   });
 
-  t.test('check 29: create and DEL/factoryComponents/byPid', async (t) => {
+  t.test('create and DEL/factoryComponents/byPid', async (t) => {
     const create = await conf('POST/factoryComponents', {
       configs: [{ factoryPid: 'org.eclipse.kura.wire.WireAsset', pid: 'a2', properties: { 'driver.pid': { type: 'STRING', value: 'sim' }, 'c#+type': { type: 'STRING', value: 'READ' }, 'c#+value.type': { type: 'STRING', value: 'INTEGER' } } }],
       takeSnapshot: false,

@@ -1,4 +1,4 @@
-// Acceptance (issue 6) against the real bundle: a plug-in driver package uploaded with curl starts
+// Deployment packages (docs/packages.md) against the real bundle: a plug-in driver package uploaded with curl starts
 // serving an asset's channels without a restart, survives a restart, and after DELETE its channels
 // answer errors and its files are gone. Also: deploy/v2 needs the `rest.deploy` permission.
 

@@ -1,4 +1,4 @@
-// Deployment jobs against a trickling HTTP server (issue 13 item 8): a download that sends a byte
+// Deployment jobs against a trickling HTTP server (docs/packages.md "The install queue"; README "Robustness", part 7): a download that sends a byte
 // every 2 s never hits the idle timeout, so only the overall deadline (`download.deadline`) ends
 // it; a queued or downloading job is cancelled with `DELETE /services/deploy/v2/_jobs/<id>`; an
 // uninstall of an installed package is not held behind a stuck download, and an install that an

@@ -5,7 +5,8 @@
 // counts measured in the same run against the same device, never wall-clock asserts.
 
 import t from 'tap';
-import { AssetRuntime, DriverPool } from '../../src/assets/service.js';
+import { AssetRuntime } from '../../src/assets/service.js';
+import { DriverPool } from '../../src/assets/driver-pool.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { modbusFactory } from '../../src/drivers/modbus/index.js';
 import type { ChannelRecord } from '../../src/channels/types.js';

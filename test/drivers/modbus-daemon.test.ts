@@ -1,4 +1,4 @@
-// Issue 4 acceptance end to end: the built daemon, a `modbus` driver instance and a pymodbus device.
+// The modbus driver end to end (docs/drivers.md "modbus"): the built daemon, a `modbus` driver instance and a pymodbus device.
 // `GET /services/assets/<pid>/_read` of 50 channels on holding registers 1–100 is one request on
 // the wire; values match; a `_write` lands in the device; a dead device gives FAILURE records.
 

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AssetRuntime, DriverPool } from '../../src/assets/service.js';
+import { AssetRuntime } from '../../src/assets/service.js';
+import { DriverPool } from '../../src/assets/driver-pool.js';
 import type { ChannelConfig, ChannelMode, ValueType } from '../../src/channels/types.js';
 import type { AssetConfig } from '../../src/assets/types.js';
 import type { DriverInstanceConfig } from '../../src/configuration/config.js';
@@ -17,7 +18,7 @@ import { validateMqttSection, type MqttConfig } from '../../src/mqtt/config.js';
 import { decodeKuraPayload, encodeKuraPayload, type KuraMetric, type KuraPayload } from '../../src/mqtt/kura-payload.js';
 import { MqttService } from '../../src/mqtt/service.js';
 import { MqttApplications } from '../../src/mqtt/applications.js';
-import { Outbox } from '../../src/mqtt/outbox.js';
+import { TelemetryOutbox } from '../../src/mqtt/telemetry-outbox.js';
 import { Telemetry } from '../../src/mqtt/telemetry.js';
 import { assetV1Family } from '../../src/api/asset-v1/handler.js';
 import { familyApplication } from '../../src/mqtt/family-application.js';
@@ -37,7 +38,7 @@ export const until = async (cond: () => boolean, ms = 8000, what = 'condition'):
  * with telemetry every few tens of ms a message is nearly always in flight at the instant of looking
  * on a loaded machine (a CI run failed on that wait). `stored` is the outbox's own count.
  */
-export const storedPending = (outbox: Outbox): number => outbox.stats().stored;
+export const storedPending = (outbox: TelemetryOutbox): number => outbox.stats().stored;
 
 export function channel(name: string, valueType: ValueType, mode: ChannelMode, props: Record<string, unknown> = {}, extra: Partial<ChannelConfig> = {}): ChannelConfig {
   return { name, enabled: true, mode, valueType, scale: 1, offset: 0, deadband: 0, driverProps: props, ...extra };
@@ -111,7 +112,7 @@ export function mqttConfig(raw: Record<string, unknown>): MqttConfig {
 
 export const fastTuning = { reconnectMin: 50, reconnectMax: 300, connectTimeout: 2000, outboxFlushMs: 10 };
 
-const outboxes = new WeakMap<MqttService, Outbox>();
+const outboxes = new WeakMap<MqttService, TelemetryOutbox>();
 
 /**
  * An MqttService assembled as the daemon assembles it (src/daemon.ts): its outbox in
@@ -124,7 +125,7 @@ export function makeService(runtime: AssetRuntime, dataDir: string, config: Mqtt
     apps = new MqttApplications();
     apps.register(familyApplication(assetV1Family(runtime), log));
   }
-  const outbox = new Outbox({ dir: path.join(dataDir, 'mqtt'), maxMessages: config['outbox.max.messages'], log, flushDelayMs: fastTuning.outboxFlushMs });
+  const outbox = new TelemetryOutbox({ dir: path.join(dataDir, 'mqtt'), maxMessages: config['outbox.max.messages'], log, flushDelayMs: fastTuning.outboxFlushMs });
   const telemetry = new Telemetry({ assets: runtime, log, publish: (pid, records) => svc.publishTelemetry(pid, records) });
   const svc: MqttService = new MqttService({ config, applications: apps, outbox, telemetry, client: (o) => new MqttClient(o), log, tuning: fastTuning });
   outboxes.set(svc, outbox);
@@ -132,7 +133,7 @@ export function makeService(runtime: AssetRuntime, dataDir: string, config: Mqtt
 }
 
 /** The outbox of a service made by makeService. */
-export function outboxOf(svc: MqttService): Outbox {
+export function outboxOf(svc: MqttService): TelemetryOutbox {
   return outboxes.get(svc)!;
 }
 

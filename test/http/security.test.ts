@@ -1,4 +1,4 @@
-// Security pass (issue 9.6), against one daemon that goes through a full run: logins (right and
+// Security pass (README "Robustness", the security pass), against one daemon that goes through a full run: logins (right and
 // wrong), a forced password change, BASIC, identity creation and edits, package uploads, MQTT with
 // credentials, HTTPS with its generated key. Each point of the pass is a subtest:
 //   - `Cache-Control: no-store` and `X-Content-Type-Options: nosniff` on every API answer

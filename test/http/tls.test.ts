@@ -1,4 +1,4 @@
-// Security pass (issue 9.6): TLS 1.2 is the minimum and only forward-secret AEAD suites are
+// Security pass (README "Robustness", the security pass): TLS 1.2 is the minimum and only forward-secret AEAD suites are
 // negotiated. Every TLS 1.2 suite this Node/OpenSSL knows is offered alone; the daemon must refuse
 // all but ECDHE with AES-GCM or ChaCha20-Poly1305. Old protocol versions are checked against a
 // control server first, so a client that cannot speak them does not make the test pass vacuously.

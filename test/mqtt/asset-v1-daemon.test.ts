@@ -1,5 +1,5 @@
-// Acceptance of issue 5 against the real, built daemon and a real Mosquitto: the bare-JSON example
-// of the contract works from a shell; after SIGHUP switches to kura-protobuf a Kura-style requester
+// ASSET-V1 (docs/mqtt.md) against the real, built daemon and a real Mosquitto: the bare-JSON example
+// of docs/mqtt.md "Bare JSON, with mosquitto_pub and mosquitto_sub" works from a shell; after SIGHUP switches to kura-protobuf a Kura-style requester
 // gets the same answers; telemetry reaches a subscriber across a broker outage with nothing lost;
 // SIGTERM sends the DC message and disconnects cleanly; the MQTT password never reaches the log.
 
@@ -142,7 +142,7 @@ t.test('gatewayd over MQTT', mosquittoSkip(), async (t) => {
   for (let v = lo; v <= hi; v++) if (!after.has(v)) missing.push(v);
   t.same(missing, [], `no counter value lost across the outage (${lo}..${hi})`);
 
-  // SIGTERM: DC, clean disconnect (no LWT), exit 0 within the contract's 5 s.
+  // SIGTERM: DC, clean disconnect (no LWT), exit 0 within 5 s (docs/installation.md "The program", Signals).
   const lwtBefore = seen.filter((m) => m.topic.endsWith('/MQTT/LWT')).length;
   const code = await d.stop();
   t.equal(code, 0);

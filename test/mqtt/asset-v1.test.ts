@@ -290,7 +290,7 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
     t.equal(await req.kura('devjson', 'GET/assets', undefined, { raw: extra, requestId: '2', wait: 400, encoding: 'simple-json' }), undefined);
   });
 
-  t.test('bare JSON: the contract example works from a shell', async (t) => {
+  t.test('bare JSON: the example of docs/mqtt.md works from a shell', async (t) => {
     await start({ 'client-id': 'gatewayd', 'payload.encoding': 'json' });
     const out = await new Promise<string>((resolve, reject) => {
       const sub = spawn('/usr/bin/mosquitto_sub', ['-p', String(broker.port), '-h', '127.0.0.1', '-t', '$EDC/acct/me/ASSET-V1/REPLY/1', '-C', '1', '-W', '15', '-d']);

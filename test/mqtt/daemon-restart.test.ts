@@ -10,7 +10,7 @@ import { startDaemon } from '../helpers/daemon.js';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
-import { Outbox } from '../../src/mqtt/outbox.js';
+import { TelemetryOutbox } from '../../src/mqtt/telemetry-outbox.js';
 import { silentLogger } from '../../src/log.js';
 
 t.test('outbox survives SIGKILL of the daemon', mosquittoSkip(), async (t) => {
@@ -40,7 +40,7 @@ t.test('outbox survives SIGKILL of the daemon', mosquittoSkip(), async (t) => {
   await until(() => got.size >= 3, 8000, 'telemetry before the outage');
 
   await broker.stop();
-  // Offline telemetry is written in batches of about a second (src/mqtt/outbox.ts): wait for two.
+  // Offline telemetry is written in batches of about a second (src/mqtt/telemetry-outbox.ts): wait for two.
   await new Promise((r) => setTimeout(r, 2500));
   d1.proc.kill('SIGKILL');
   await d1.exited;
@@ -49,7 +49,7 @@ t.test('outbox survives SIGKILL of the daemon', mosquittoSkip(), async (t) => {
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-mqtt-copy-'));
   t.teardown(() => fs.rmSync(copy, { recursive: true, force: true }));
   for (const f of fs.readdirSync(path.join(d1.dataDir, 'mqtt'))) fs.copyFileSync(path.join(d1.dataDir, 'mqtt', f), path.join(copy, f));
-  const probe = new Outbox({ dir: copy, maxMessages: 100_000, log: silentLogger });
+  const probe = new TelemetryOutbox({ dir: copy, maxMessages: 100_000, log: silentLogger });
   await probe.open();
   const owed = (await probe.readPending()).flatMap((m) => JSON.parse(m.payload.toString()).channels.map((c: { value: string; timestamp: number }) => `${c.value}@${c.timestamp}`));
   await probe.close();

@@ -1,4 +1,4 @@
-// Life-cycle messages a Kura cloud platform accepts (issue 15 items 1 and 4), against a real
+// Life-cycle messages a Kura cloud platform accepts (docs/mqtt.md "Life-cycle messages", "Broker rules"), against a real
 // Mosquitto that enforces Eclipse Kapua's broker rules for the device with an ACL: BIRTH decoded
 // field by field with its types (every metric a STRING, `uptime` too) and received at QoS 1;
 // BIRTH again when an application is added; DC with `uptime` and `display_name` at QoS 1; and every

@@ -8,7 +8,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Outbox, type OutboxMessage } from '../../src/mqtt/outbox.js';
+import { TelemetryOutbox, type OutboxMessage } from '../../src/mqtt/telemetry-outbox.js';
 import { silentLogger } from '../../src/log.js';
 
 function tempDir(t: { teardown(fn: () => void): void }): string {
@@ -17,8 +17,8 @@ function tempDir(t: { teardown(fn: () => void): void }): string {
   return dir;
 }
 
-async function open(dir: string, o: { maxBytes?: number; maxMessages?: number } = {}): Promise<Outbox> {
-  const b = new Outbox({ dir, maxMessages: o.maxMessages ?? 100_000, maxBytes: o.maxBytes ?? 64 * 1024 * 1024, log: silentLogger, flushDelayMs: 5 });
+async function open(dir: string, o: { maxBytes?: number; maxMessages?: number } = {}): Promise<TelemetryOutbox> {
+  const b = new TelemetryOutbox({ dir, maxMessages: o.maxMessages ?? 100_000, maxBytes: o.maxBytes ?? 64 * 1024 * 1024, log: silentLogger, flushDelayMs: 5 });
   await b.open();
   return b;
 }

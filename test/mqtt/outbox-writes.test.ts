@@ -1,4 +1,4 @@
-// Flash-friendly store-and-forward (issue 16 item 7) with a real Mosquitto: telemetry every 20 ms
+// Flash-friendly store-and-forward (docs/mqtt.md "Telemetry") with a real Mosquitto: telemetry every 20 ms
 // while the broker is connected and acknowledging writes nothing to dataDir (the outbox's own byte
 // and fsync counters, and the log file's size, stay 0); with the broker gone the messages are
 // written in batches, survive a power cut (a second reader of the files sees every message whose
@@ -13,7 +13,7 @@ import { channel, makeRuntime, mqttConfig, fastTuning, storedPending, until } fr
 import { MqttClient } from '../../src/mqtt/client.js';
 import { MqttService } from '../../src/mqtt/service.js';
 import { MqttApplications } from '../../src/mqtt/applications.js';
-import { Outbox } from '../../src/mqtt/outbox.js';
+import { TelemetryOutbox } from '../../src/mqtt/telemetry-outbox.js';
 import { Telemetry } from '../../src/mqtt/telemetry.js';
 import { silentLogger } from '../../src/log.js';
 
@@ -42,7 +42,7 @@ t.test('connected: no telemetry reaches the disk; offline: batched, power-cut sa
   const config = mqttConfig({ 'broker-url': broker.url, 'client-id': 'gw', 'topic.context.account-name': 'acct', 'payload.encoding': 'json' });
   // Assembled as src/daemon.ts does, with the outbox's production batching (1 s); acknowledgements
   // may lag up to 30 s here (2 s in production) so a loaded test machine does not count as lagging.
-  const outbox = new Outbox({ dir: path.join(dataDir, 'mqtt'), maxMessages: 10_000, log: silentLogger, ackLagMs: 30_000 });
+  const outbox = new TelemetryOutbox({ dir: path.join(dataDir, 'mqtt'), maxMessages: 10_000, log: silentLogger, ackLagMs: 30_000 });
   const telemetry = new Telemetry({ assets: runtime, log: silentLogger, publish: (pid, records) => svc.publishTelemetry(pid, records) });
   const svc: MqttService = new MqttService({ config, applications: new MqttApplications(), outbox, telemetry, client: (o) => new MqttClient(o), log: silentLogger, tuning: fastTuning });
   await svc.start();
@@ -84,7 +84,7 @@ t.test('connected: no telemetry reaches the disk; offline: batched, power-cut sa
   await sleep(1200); // the last batch's flush delay
   fs.mkdirSync(copy);
   for (const f of fs.readdirSync(path.dirname(log))) fs.copyFileSync(path.join(path.dirname(log), f), path.join(copy, f));
-  const reader = new Outbox({ dir: copy, maxMessages: 100_000, log: silentLogger });
+  const reader = new TelemetryOutbox({ dir: copy, maxMessages: 100_000, log: silentLogger });
   await reader.open();
   const onDisk = (await reader.readPending()).map((m) => Number(JSON.parse(m.payload.toString()).channels[0].value));
   await reader.close();

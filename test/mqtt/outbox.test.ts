@@ -6,7 +6,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Outbox } from '../../src/mqtt/outbox.js';
+import { TelemetryOutbox } from '../../src/mqtt/telemetry-outbox.js';
 import { crc32 } from '../../src/store/crc32.js';
 import { silentLogger } from '../../src/log.js';
 import { watchTimers } from '../helpers/timer-fires.js';
@@ -17,13 +17,13 @@ function tempDir(t: { teardown(fn: () => void): void }): string {
   return dir;
 }
 
-async function open(dir: string, max = 100): Promise<Outbox> {
-  const o = new Outbox({ dir, maxMessages: max, log: silentLogger, flushDelayMs: 5 });
+async function open(dir: string, max = 100): Promise<TelemetryOutbox> {
+  const o = new TelemetryOutbox({ dir, maxMessages: max, log: silentLogger, flushDelayMs: 5 });
   await o.open();
   return o;
 }
 
-const list = async (o: Outbox) => (await o.readPending()).map((m) => `${m.topic}:${m.payload.toString()}`);
+const list = async (o: TelemetryOutbox) => (await o.readPending()).map((m) => `${m.topic}:${m.payload.toString()}`);
 
 t.test('crc32 matches the IEEE check value', async (t) => {
   t.equal(crc32(Buffer.from('123456789')), 0xcbf43926);
@@ -112,7 +112,7 @@ t.test('writes are batched: one fsync per batch, not per message', async (t) => 
 t.test('acknowledged segments are deleted: the log stays small', async (t) => {
   const dir = tempDir(t);
   // 64 KiB: segments of 8 KiB, so 3000 messages of 121 bytes fill dozens of them.
-  const a = new Outbox({ dir, maxMessages: 100_000, maxBytes: 65_536, log: silentLogger, flushDelayMs: 5 });
+  const a = new TelemetryOutbox({ dir, maxMessages: 100_000, maxBytes: 65_536, log: silentLogger, flushDelayMs: 5 });
   await a.open();
   for (let round = 0; round < 10; round++) {
     await Promise.all(Array.from({ length: 300 }, (_, i) => a.enqueue('c', Buffer.alloc(100, i))));
@@ -144,8 +144,8 @@ t.test('enqueue after close is refused', async (t) => {
 
 // ---- flash-friendly: online, nothing acknowledged in time is written ----
 
-async function openOnline(dir: string, ackLagMs = 100): Promise<Outbox> {
-  const o = new Outbox({ dir, maxMessages: 1000, log: silentLogger, flushDelayMs: 5, ackLagMs });
+async function openOnline(dir: string, ackLagMs = 100): Promise<TelemetryOutbox> {
+  const o = new TelemetryOutbox({ dir, maxMessages: 1000, log: silentLogger, flushDelayMs: 5, ackLagMs });
   await o.open();
   o.setOnline(true);
   return o;

@@ -1,4 +1,4 @@
-// An MQTT message larger than the packet bound (issue 13 item 3): detected from its fixed header,
+// An MQTT message larger than the packet bound (docs/mqtt.md "ASSET-V1"; README "Robustness", part 6): detected from its fixed header,
 // skipped while it streams (never buffered), acknowledged so a persistent session does not deliver
 // it again, logged once. Unit test of the stream splitter, then the real daemon and a real
 // Mosquitto with a 96 MB message: the daemon's peak RSS stays far below the message size, it keeps

@@ -3,7 +3,7 @@
 // synchronously: a BASIC client costs no scrypt and no microtask hop per request; the exact header
 // that verified is found without decoding it.
 
-import { parseBasic, type BasicCache } from '../basic.js';
+import { parseBasic, type BasicCache } from '../basic-credentials.js';
 import type { IdentityStore } from '../identity-store.js';
 import type { LoginThrottle } from '../throttle.js';
 import type { AuthProvider, AuthRequest } from '../provider.js';

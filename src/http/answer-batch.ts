@@ -1,5 +1,5 @@
 // Answers written in one turn of the event loop leave together, after every request read in that
-// turn has been handled (docs/architecture.md "The cost of a request").
+// turn has been handled (docs/performance.md "The cost of a request").
 //
 // Node reads the connections that are ready one after the other and runs each request's handler
 // before it reads the next one. Ending a response in the handler sends it at once, and every send
@@ -7,15 +7,15 @@
 // here instead, the answers of all connections that were ready go out back to back once the reads
 // are done (`setImmediate` runs after libuv's poll phase), and a client with several connections
 // is woken once for all of them. On loopback that wake-up is paid by the sender (the kernel
-// delivers the bytes in its system call): a session read cost 1.4–3.4 µs of CPU less (two A/B
-// runs of bench/profile-http.ts, 10 connections). An answer waits at most for the other requests of its turn.
+// delivers the bytes in its system call), so it is CPU the daemon saves (bench/profile-http.ts
+// measures it). An answer waits at most for the other requests of its turn.
 //
 // Only for answers whose whole body is in memory (RequestContext.send); streamed answers (files,
 // downloads) write as they go.
 
 import type { ServerResponse } from 'node:http';
 
-export class Outbox {
+export class AnswerBatch {
   /** Responses with headers written and `end` due: response, body, encoding, three slots each. */
   private due: unknown[] = [];
   private spare: unknown[] = [];

@@ -158,7 +158,7 @@ export interface OutboxStats {
   memoryBytes: number;
 }
 
-export class Outbox {
+export class TelemetryOutbox {
   readonly #dir: string;
   /** Oldest first; the last is `outbox.log`, being appended to. */
   #segments: Segment[] = [];

@@ -1,12 +1,12 @@
-// The outbox (src/http/outbox.ts): answers written while the requests of one turn of the event loop
-// are handled leave together after the last of them, over real sockets; and the outbox's own rules
+// The answer batch (src/http/answer-batch.ts): answers written while the requests of one turn of the event loop
+// are handled leave together after the last of them, over real sockets; and the batch's own rules
 // (order, a client gone meanwhile, an end that throws, an answer ended during a flush).
 
 import t from 'tap';
 import net from 'node:net';
 import type { ServerResponse } from 'node:http';
 import { HttpServer, jsonFamily, DEFAULT_LIMITS } from '../../src/http/server.js';
-import { Outbox } from '../../src/http/outbox.js';
+import { AnswerBatch } from '../../src/http/answer-batch.js';
 import { createLogger } from '../../src/log.js';
 
 const log = createLogger('error', () => {});
@@ -33,7 +33,7 @@ function fakeResponse(name: string, events: string[], opts: { throws?: boolean; 
 
 t.test('ends nothing at once, then every answer of the turn in the order given', async (t) => {
   const events: string[] = [];
-  const box = new Outbox();
+  const box = new AnswerBatch();
   box.end(fakeResponse('a', events), '{"x":1}', 'latin1');
   box.end(fakeResponse('b', events), undefined, 'latin1');
   box.end(fakeResponse('c', events), Buffer.from('é'), 'utf8');
@@ -46,7 +46,7 @@ t.test('ends nothing at once, then every answer of the turn in the order given',
 
 t.test('a client gone meanwhile is skipped; an end that throws closes that connection only', async (t) => {
   const events: string[] = [];
-  const box = new Outbox();
+  const box = new AnswerBatch();
   const gone = fakeResponse('gone', events);
   box.end(gone, 'late', 'latin1');
   box.end(fakeResponse('bad', events, { throws: true }), 'x', 'latin1');
@@ -56,9 +56,9 @@ t.test('a client gone meanwhile is skipped; an end that throws closes that conne
   t.same(events, ['bad destroy', 'ok end y latin1']);
 });
 
-t.test('an answer ended while the outbox flushes goes out in the next turn', async (t) => {
+t.test('an answer ended while the batch flushes goes out in the next turn', async (t) => {
   const events: string[] = [];
-  const box = new Outbox();
+  const box = new AnswerBatch();
   box.end(fakeResponse('first', events, { onEnd: () => box.end(fakeResponse('second', events), 'z', 'latin1') }), 'w', 'latin1');
   await turn();
   t.same(events, ['first end w latin1'], 'not in the flush that is running');
