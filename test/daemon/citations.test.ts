@@ -15,7 +15,7 @@ const EXTERNAL: [RegExp, string][] = [
   [/\bcheck \d+\b/i, 'a numbered check of the reference material'],
 ];
 // A bare `§` must belong to a public specification named on the same line or earlier in the file.
-const PUBLIC_SPEC = /Modbus|\bRFC \d+|\bMQTT\b|Serial Line|TCP\/IP|POSIX/;
+const PUBLIC_SPEC = /Modbus|\bRFC \d+|\bMQTT\b|Serial Line|TCP\/IP|POSIX|\bXML 1\.0\b|Namespaces in XML/;
 
 function* sources(dir: string): Generator<string> {
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {

@@ -4,11 +4,13 @@
 // properties are made a channel at a time while the XML is written (docs/configuration-v2.md "How
 // large a configuration can grow"): an asset of thousands of channels is never whole in memory.
 
-import type { AttributeDef } from '../../drivers/driver.js';
-import type { DriverRegistry } from '../../drivers/registry.js';
+import type { ConfigurationService } from '../../configuration/service.js';
 import { ASSET_OCD, AssetDefinition, configDto, ocdDto, ocdOf, property, type Raw } from '../../configuration/model.js';
 import { AssetSource, type Shown } from '../../configuration/reply.js';
 import type { AdDto, ConfigurationDto, PropertyDto } from './esf-xml.js';
+
+type DriverRegistry = ConfigurationService['registry'];
+type AttributeDef = AssetDefinition['channelAds'][number];
 
 const SERVICE_KEYS = ['kura.service.pid', 'service.factoryPid'];
 const NAME_KEY = /^[^#/+, ]+#\+name$/;
