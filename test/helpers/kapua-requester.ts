@@ -16,6 +16,8 @@ export interface KapuaReply {
   topic: string;
   /** The MQTT payload as received. */
   raw: Buffer;
+  /** performance.now() when it arrived (before it was decoded). */
+  receivedAt: number;
   metrics: KuraMetric[];
   body: Buffer | undefined;
   /** response.code, when it is the INT32 Kapua casts it to (else undefined). */
@@ -32,7 +34,7 @@ export function negativeRequestId(): string {
 export class KapuaRequester {
   readonly id = `KapuaPool-${Date.now()}-${randomBytes(4).readUInt32BE()}`;
   readonly client: MqttClient;
-  private readonly replies = new Map<string, { topic: string; payload: Buffer }>();
+  private readonly replies = new Map<string, { topic: string; payload: Buffer; at: number }>();
 
   constructor(
     brokerUrl: string,
@@ -41,7 +43,7 @@ export class KapuaRequester {
     maxPacketBytes = 64 * 1024 * 1024,
   ) {
     this.client = new MqttClient({ url: brokerUrl, clientId: this.id, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger, maxPacketBytes });
-    this.client.on('message', (topic: string, payload: Buffer) => this.replies.set(topic, { topic, payload }));
+    this.client.on('message', (topic: string, payload: Buffer) => this.replies.set(topic, { topic, payload, at: performance.now() }));
   }
 
   async start(): Promise<void> {
@@ -65,7 +67,7 @@ export class KapuaRequester {
     } catch {
       return undefined;
     }
-    const { topic, payload: raw } = this.replies.get(replyTopic)!;
+    const { topic, payload: raw, at } = this.replies.get(replyTopic)!;
     this.replies.delete(replyTopic);
     const plain = isGzip(raw) ? zlib.gunzipSync(raw) : raw;
     const d = decodeKuraPayloadRaw(plain);
@@ -76,6 +78,7 @@ export class KapuaRequester {
     return {
       topic,
       raw,
+      receivedAt: at,
       metrics: d.value.metrics,
       body: d.value.body,
       code: code?.type === 'INT32' ? Number(code.value) : undefined,

@@ -13,7 +13,7 @@ import zlib from 'node:zlib';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
-import { until } from '../helpers/mqtt-fixture.js';
+import { Requester, until } from '../helpers/mqtt-fixture.js';
 import { KapuaRequester, type KapuaReply } from '../helpers/kapua-requester.js';
 import { KapuaConfPeer, kapuaPeerSkip } from '../helpers/kapua-conf.js';
 import { MqttClient } from '../../src/mqtt/client.js';
@@ -275,7 +275,38 @@ t.test('CONF-V1 as Kapua uses it', { ...mosquittoSkip(), ...kapuaPeerSkip() }, a
     t.equal(d.proc.exitCode, null);
   });
 
+  t.test('the bare-JSON encoding: the XML is the payload, an error the JSON object', async (t) => {
+    const connects = () => d.logs.filter((l) => /msg="mqtt connected"/.test(l)).length;
+    const encoding = async (value: string) => {
+      const before = connects();
+      const u = await rest('configurableComponents/configurations/_update', { configs: [{ pid: CLOUD, properties: { 'payload.encoding': { type: 'STRING', value } } }], takeSnapshot: false }, 'PUT');
+      t.equal(u.status, 200);
+      await until(() => connects() > before, 10_000, 'reconnect');
+    };
+    await encoding('json');
+    const bare = new Requester(broker.url, 'bare');
+    await bare.start();
+    t.teardown(() => bare.end());
+    let ids: Awaited<ReturnType<Requester['json']>>;
+    // The new subscription may take a moment after the reconnect: ask until it answers.
+    for (let i = 0; i < 10 && !ids!; i++) ids = await bare.json(DEVICE, 'GET/snapshots', undefined, 1500, 'CONF-V1');
+    t.match(ids!.body, /^<\?xml version="1.0" encoding="UTF-8"\?><esf:snapshot-ids /);
+    t.same(await peer.snapshotIds(ids!.body!), (await rest('snapshots')).json().ids.map(String));
+    const put = await bare.json(DEVICE, 'PUT/configurations', one(REST, 'session.inactivity.interval', 'Integer', '1400'), 5000, 'CONF-V1');
+    t.same([put!.code, put!.body], [200, ''], 'a PUT: an empty payload');
+    t.equal((await restProps(REST))['session.inactivity.interval'].value, 1400);
+    const bad = await bare.json(DEVICE, 'PUT/configurations', one(REST, 'session.inactivity.interval', 'Integer', '0'), 5000, 'CONF-V1');
+    t.equal(bad!.code, 400);
+    t.match(JSON.parse(bad!.body!), { 'response.code': 400, 'response.exception.message': /session.inactivity.interval/ });
+    t.comment(bad!.body!);
+    const c = await bare.json(DEVICE, `GET/configurations/${REST}`, undefined, 5000, 'CONF-V1');
+    t.same((await peer.configurations(c!.body!)).map((x) => x.pid), [REST]);
+    await encoding('kura-protobuf');
+  });
+
   t.test('requester permissions and the properties reserved to kura.admin apply to CONF-V1', async (t) => {
+    // The last subtest reconnected: ask until the subscription is back.
+    for (let i = 0; i < 10 && (await kapua.ask(DEVICE, 'CONF-V1', 'GET/snapshots', undefined, { wait: 1500 }))?.code !== 200; i++);
     const birthsBefore = births.length;
     const set = (props: Record<string, unknown>) => rest('configurableComponents/configurations/_update', { configs: [{ pid: CLOUD, properties: props }], takeSnapshot: false }, 'PUT');
     t.equal((await set({ 'requester.permissions': { type: 'STRING', value: ['rest.configuration'] } })).status, 200);
