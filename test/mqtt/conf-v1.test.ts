@@ -275,6 +275,32 @@ t.test('CONF-V1 as Kapua uses it', { ...mosquittoSkip(), ...kapuaPeerSkip() }, a
     t.equal(d.proc.exitCode, null);
   });
 
+  t.test('requesters in parallel: every one answered, the changes applied one at a time', async (t) => {
+    const others = await Promise.all(
+      [1, 2, 3, 4].map(async () => {
+        const k = new KapuaRequester(broker.url);
+        await k.start();
+        t.teardown(() => k.end());
+        return k;
+      }),
+    );
+    const before = (await rest('snapshots')).json().ids.length;
+    const asked = await Promise.all(
+      others.flatMap((k, i) => [
+        k.ask(DEVICE, 'CONF-V1', 'GET/configurations', undefined, { wait: 30_000 }),
+        k.ask(DEVICE, 'CONF-V1', 'PUT/configurations/demo', one('demo', 'setpoint#+unit', 'String', `u${i}`), { wait: 30_000 }),
+      ]),
+    );
+    t.same(asked.map((r) => r?.code), [200, 200, 200, 200, 200, 200, 200, 200], 'every request answered 200');
+    t.ok(asked.every((r, i) => r!.topic.split('/')[2] === others[Math.floor(i / 2)].id), 'each on its own requester topic');
+    for (const r of asked.filter((_, i) => i % 2 === 0)) {
+      const demo = (await peer.configurations(r!.body!)).find((c) => c.pid === 'demo')!;
+      t.ok(['C', 'u0', 'u1', 'u2', 'u3', undefined].includes(demo.properties['setpoint#+unit']?.value as string), 'a whole configuration, before or after a change');
+    }
+    t.match((await restProps('demo'))['setpoint#+unit'].value, /^u[0-3]$/, 'one of the changes is in force');
+    t.equal((await rest('snapshots')).json().ids.length, Math.min(before + 4, 10), 'a snapshot per change (up to configuration.snapshots.max)');
+  });
+
   t.test('the bare-JSON encoding: the XML is the payload, an error the JSON object', async (t) => {
     const connects = () => d.logs.filter((l) => /msg="mqtt connected"/.test(l)).length;
     const encoding = async (value: string) => {
