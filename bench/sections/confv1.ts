@@ -1,5 +1,5 @@
-// Issue 33 (Performance): CONF-V1 on a large device, through the launcher (its heap bound, 48 MB of
-// old space). 100 assets of 50 Modbus channels: GET/configurations (every configuration with its
+// CONF-V1 on a large device (docs/mqtt.md "CONF-V1", "Large configurations"), through the launcher
+// (its heap bound, 48 MB of old space). 100 assets of 50 Modbus channels: GET/configurations (every configuration with its
 // definitions, about 24 MB of XML, compressed while it is made) asked as Eclipse Kapua asks
 // (test/helpers/kapua-requester.ts), against the same configurations over REST configuration/v2
 // (JSON, streamed) from the same daemon; a CONF-V1 PUT of one property against the same change over
@@ -108,7 +108,7 @@ export async function confV1Section(res: Results, opt: Options): Promise<void> {
     }
     if (gw.proc.exitCode !== null) throw new Error('gatewayd exited during the section');
     const device = `${ASSETS} assets × ${CHANNELS} Modbus channels`;
-    res.add('Configuration', 'confv1-get', `CONF-V1 GET/configurations, ${device}, through the launcher (request sent → reply received)`, 'ms', get.v1, 'configuration/v2 REST GET configurableComponents/configurations, the same daemon (read whole)', get.rest, { op: '<=', value: 1000, text: '≤ 1 s (issue 33)', on: 'value' },
+    res.add('Configuration', 'confv1-get', `CONF-V1 GET/configurations, ${device}, through the launcher (request sent → reply received)`, 'ms', get.v1, 'configuration/v2 REST GET configurableComponents/configurations, the same daemon (read whole)', get.rest, { op: '<=', value: 1000, text: '≤ 1 s', on: 'value' },
       `${(xmlBytes / 1048576).toFixed(1)} MB of XML, ${(sent / 1024).toFixed(0)} KB sent (kura-protobuf, gzip); asked as Kapua asks (QoS 0, negative request.id)`);
     res.add('Configuration', 'confv1-get-cpu', `CPU of gatewayd (all threads) for that CONF-V1 GET/configurations`, 'ms', get.v1Cpu, 'the same for the configuration/v2 REST read', get.restCpu, undefined,
       'what answering costs the daemon, whatever else runs on the machine: on an idle machine the wall time above is about this');
