@@ -577,6 +577,22 @@ export class XmlWriter {
     return this;
   }
 
+  /**
+   * Appends markup this writer made before at the same place (an element taken with `take` and
+   * copied with other attribute values in place, each escaped with escapeXmlAttribute): as it is,
+   * unchecked.
+   */
+  append(markup: string): this {
+    const parent = this.open_[this.open_.length - 1];
+    if (parent) parent.children = true;
+    if (this.startPending) {
+      this.out += '>';
+      this.startPending = false;
+    }
+    this.out += markup;
+    return this;
+  }
+
   /** Characters written and not yet taken. */
   pendingLength(): number {
     return this.out.length;

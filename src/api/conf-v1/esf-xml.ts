@@ -41,7 +41,7 @@
 // configuration, the property and the line. A LONG beyond 2^53 is a bigint (a JSON number would
 // round it).
 
-import { readXml, XmlError, XmlWriter, type XmlLimits, type XmlStartTag, attribute } from '../../core/xml.js';
+import { readXml, XmlError, XmlWriter, escapeXmlAttribute, type XmlLimits, type XmlStartTag, attribute } from '../../core/xml.js';
 
 export const ESF_NAMESPACE = 'http://eurotech.com/esf/2.0';
 export const OCD_NAMESPACE = 'http://www.osgi.org/xmlns/metatype/v1.2.0';
@@ -209,7 +209,47 @@ function writeProperty(w: XmlWriter, pid: string, name: string, p: PropertyDto):
   }
 }
 
-function writeOcd(w: XmlWriter, pid: string, o: OcdDto): Generator<string> {
+// Stand-ins for an AD's id and name in the markup kept for its shape (private-use characters, which
+// XML 1.0 allows and no attribute escaping changes).
+const ID_MARK = '\uE000id\uE000';
+const NAME_MARK = '\uE000name\uE000';
+
+/** Shapes kept per document: an asset repeats a few; many distinct ones are written one by one. */
+const MAX_SHAPES = 512;
+
+/** What makes two ADs the same markup but for their id and name; undefined when an AD is not copied. */
+function adShape(a: AdDto): string | undefined {
+  const texts = [a.type, String(a.cardinality ?? 0), a.defaultValue ?? '\u0000', a.description ?? '\u0000', a.max ?? '\u0000', a.min ?? '\u0000', String(a.isRequired ?? false)];
+  for (const op of a.option ?? []) texts.push(op.label, op.value);
+  const shape = texts.join('\u0001');
+  return shape.includes('\uE000') ? undefined : shape;
+}
+
+function writeAd(w: XmlWriter, a: AdDto, type: KuraPropertyType): void {
+  const attrs: [string, string | number | boolean | undefined][] = [
+    ['cardinality', a.cardinality ?? 0],
+    ['default', a.defaultValue],
+    ['description', a.description],
+    ['id', a.id],
+    ['max', a.max],
+    ['min', a.min],
+    ['name', a.name ?? a.id],
+    ['required', a.isRequired ?? false],
+    ['type', XML_TYPES[type]],
+  ];
+  if (a.option?.length) {
+    w.open('ocd:AD', attrs);
+    for (const op of a.option) w.leaf('ocd:Option', [['label', op.label], ['value', op.value]]);
+    w.close();
+  } else w.leaf('ocd:AD', attrs);
+}
+
+/**
+ * `shapes`: markup of the ADs written so far by shape (adShape), before and after the id and the
+ * name: an asset's channel ADs repeat a few shapes for every channel, and a copy costs a fraction of
+ * writing one.
+ */
+function writeOcd(w: XmlWriter, pid: string, o: OcdDto, shapes: Map<string, [string, string, string]>): Generator<string> {
   return (function* () {
     const blank = (s: string | undefined) => (s === undefined || s.trim() === '' ? undefined : s); // Kura leaves blank OCD texts out
     w.open('ocd:OCD', [
@@ -222,22 +262,19 @@ function writeOcd(w: XmlWriter, pid: string, o: OcdDto): Generator<string> {
       try {
         if (!type) throw new XmlError(`unknown type ${JSON.stringify(a.type)}`);
         if (typeof a.id !== 'string' || a.id === '') throw new XmlError('no id');
-        const attrs: [string, string | number | boolean | undefined][] = [
-          ['cardinality', a.cardinality ?? 0],
-          ['default', a.defaultValue],
-          ['description', a.description],
-          ['id', a.id],
-          ['max', a.max],
-          ['min', a.min],
-          ['name', a.name ?? a.id],
-          ['required', a.isRequired ?? false],
-          ['type', XML_TYPES[type]],
-        ];
-        if (a.option?.length) {
-          w.open('ocd:AD', attrs);
-          for (const op of a.option) w.leaf('ocd:Option', [['label', op.label], ['value', op.value]]);
-          w.close();
-        } else w.leaf('ocd:AD', attrs);
+        const shape = adShape(a);
+        let made = shape === undefined ? undefined : shapes.get(shape);
+        if (shape !== undefined && !made && shapes.size < MAX_SHAPES) {
+          const before = w.take();
+          writeAd(w, { ...a, id: ID_MARK, name: NAME_MARK }, type);
+          const text = w.take();
+          const [head, rest] = text.split(ID_MARK);
+          const [middle, tail] = rest.split(NAME_MARK);
+          shapes.set(shape, (made = [head, middle, tail]));
+          w.append(before);
+        }
+        if (made) w.append(made[0] + escapeXmlAttribute(a.id) + made[1] + escapeXmlAttribute(a.name ?? a.id) + made[2]);
+        else writeAd(w, a, type);
       } catch (err) {
         about(pid, `definition ${a.id}`, err);
       }
@@ -257,11 +294,12 @@ function writeOcd(w: XmlWriter, pid: string, o: OcdDto): Generator<string> {
  */
 export function* configurationsXml(configs: Iterable<ConfigurationDto>): Generator<string> {
   const w = new XmlWriter({ indent: INDENT });
+  const shapes = new Map<string, [string, string, string]>();
   w.open('esf:configurations', undefined, NAMESPACES);
   for (const c of configs) {
     if (typeof c.pid !== 'string' || c.pid === '') throw new XmlError('a configuration without a pid');
     w.open('esf:configuration', [['pid', c.pid]]);
-    if (c.definition) yield* writeOcd(w, c.pid, c.definition);
+    if (c.definition) yield* writeOcd(w, c.pid, c.definition, shapes);
     w.open('esf:properties');
     const props = c.properties ?? {};
     const entries = Symbol.iterator in props ? (props as Iterable<readonly [string, PropertyDto | undefined]>) : Object.entries(props);
