@@ -60,7 +60,9 @@ export async function confV1Section(res: Results, opt: Options): Promise<void> {
     for (let i = 0; i < 40 && !up; i++) up = (await kapua.ask(DEVICE, 'CONF-V1', 'GET/snapshots', undefined, { wait: 500 }))?.code === 200;
     if (!up) throw new Error(`gatewayd never answered CONF-V1; its log:\n${gw.logs.slice(-5).join('\n')}`);
 
-    const heap = async () => JSON.parse((await request(target, '/services/system/v1/status', { headers: auth })).body.toString()).memory.heapUsed / 1048576;
+    // A keep-alive connection the daemon closes as it is reused ("socket hang up"): a GET is asked once more.
+    const getOnce = (p: string) => request(target, p, { headers: auth }).catch(() => request(target, p, { headers: auth }));
+    const heap = async () => JSON.parse((await getOnce('/services/system/v1/status')).body.toString()).memory.heapUsed / 1048576;
     const reps = opt.quick ? 1 : opt.repeats;
     const get = { v1: [] as number[], rest: [] as number[], v1Cpu: [] as number[], restCpu: [] as number[] };
     const put = { v1: [] as number[], v2: [] as number[], heap: [] as number[] };
@@ -77,33 +79,38 @@ export async function confV1Section(res: Results, opt: Options): Promise<void> {
       sent = r.raw.length;
       cpu0 = threadCpuMs(gw.pid);
       t0 = performance.now();
-      const j = await request(target, '/services/configuration/v2/configurableComponents/configurations', { headers: auth });
+      const j = await getOnce('/services/configuration/v2/configurableComponents/configurations');
       if (j.status !== 200) throw new Error(`configuration/v2 answered ${j.status}`);
       get.rest.push(performance.now() - t0);
       get.restCpu.push(threadCpuMs(gw.pid) - cpu0);
 
-      // The PUT, with the heap sampled every 20 ms meanwhile (the samples land between the request's
-      // steps: a figure of the heap in use then, not of its exact peak).
-      let peak = await heap();
-      let sampling = true;
-      const sampler = (async () => {
-        while (sampling) {
-          peak = Math.max(peak, await heap().catch(() => 0));
-          await sleep(20);
-        }
-      })();
-      t0 = performance.now();
-      const p = await kapua.ask(DEVICE, 'CONF-V1', 'PUT/configurations/plc42', putXml(`u${rep}`), { wait: 120_000 });
-      put.v1.push(performance.now() - t0);
-      sampling = false;
-      await sampler;
-      if (p?.code !== 200) throw new Error(`CONF-V1 PUT answered ${p?.code} ${p?.message ?? ''}`);
-      put.heap.push(peak);
-      t0 = performance.now();
+      // Both PUTs with the heap sampled every 20 ms meanwhile (the same load on each; the samples land
+      // between the request's steps: a figure of the heap in use then, not of its exact peak).
+      const sampled = async <T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; peak: number }> => {
+        let peak = await heap();
+        let sampling = true;
+        const sampler = (async () => {
+          while (sampling) {
+            peak = Math.max(peak, await heap().catch(() => 0));
+            await sleep(20);
+          }
+        })();
+        const start = performance.now();
+        const value = await fn();
+        const ms = performance.now() - start;
+        sampling = false;
+        await sampler;
+        return { value, ms, peak };
+      };
+      const p = await sampled(() => kapua.ask(DEVICE, 'CONF-V1', 'PUT/configurations/plc42', putXml(`u${rep}`), { wait: 120_000 }));
+      if (p.value?.code !== 200) throw new Error(`CONF-V1 PUT answered ${p.value?.code} ${p.value?.message ?? ''}`);
+      put.v1.push(p.ms);
+      put.heap.push(p.peak);
       const body = JSON.stringify({ configs: [{ pid: 'plc42', properties: { 'ch7#+unit': { type: 'STRING', value: `v${rep}` } } }] });
-      const q = await kapua.ask(DEVICE, 'CONF-V2', 'PUT/configurableComponents/configurations/_update', body, { wait: 120_000 });
-      put.v2.push(performance.now() - t0);
-      if (q?.code !== 200) throw new Error(`CONF-V2 PUT answered ${q?.code}`);
+      const q = await sampled(() => kapua.ask(DEVICE, 'CONF-V2', 'PUT/configurableComponents/configurations/_update', body, { wait: 120_000 }));
+      if (q.value?.code !== 200) throw new Error(`CONF-V2 PUT answered ${q.value?.code}`);
+      put.v2.push(q.ms);
+      const peak = p.peak;
       process.stderr.write(`  CONF-V1 GET/configurations ${get.v1.at(-1)!.toFixed(0)} ms, ${get.v1Cpu.at(-1)!.toFixed(0)} ms CPU (REST ${get.rest.at(-1)!.toFixed(0)} ms, ${get.restCpu.at(-1)!.toFixed(0)} ms CPU); PUT ${put.v1.at(-1)!.toFixed(0)} ms (CONF-V2 ${put.v2.at(-1)!.toFixed(0)} ms), heap up to ${peak.toFixed(1)} MiB\n`);
     }
     if (gw.proc.exitCode !== null) throw new Error('gatewayd exited during the section');
