@@ -41,7 +41,7 @@
 // configuration, the property and the line. A LONG beyond 2^53 is a bigint (a JSON number would
 // round it).
 
-import { readXml, XmlError, XmlWriter, escapeXmlAttribute, type XmlLimits, type XmlStartTag, attribute } from '../../core/xml.js';
+import { readXml, XmlError, XmlWriter, escapeXmlAttribute, escapeXmlText, type XmlLimits, type XmlStartTag, attribute } from '../../core/xml.js';
 
 export const ESF_NAMESPACE = 'http://eurotech.com/esf/2.0';
 export const OCD_NAMESPACE = 'http://www.osgi.org/xmlns/metatype/v1.2.0';
@@ -188,7 +188,54 @@ function valueText(type: KuraPropertyType, v: unknown): string {
   }
 }
 
-function writeProperty(w: XmlWriter, pid: string, name: string, p: PropertyDto): void {
+const VALUE_MARK = '\uE000value\uE000';
+
+/**
+ * `shapes` as for writeOcd: a scalar property with a value is copied from the markup of the first
+ * one of its type, its name and value in place.
+ */
+function writeProperty(w: XmlWriter, pid: string, name: string, p: PropertyDto, shapes: Map<string, [string, string, string]>): void {
+  const type = typeOf(p.type);
+  if (type && !Array.isArray(p.value) && p.value !== null && p.value !== undefined) {
+    let text: string;
+    try {
+      text = valueText(type, p.value);
+    } catch (err) {
+      return about(pid, `property ${name}`, err);
+    }
+    if (text !== '') {
+      const shape = `property ${type}`;
+      let made = shapes.get(shape);
+      if (!made && shapes.size < MAX_SHAPES) {
+        const before = w.take();
+        w.open('esf:property', [
+          ['array', false],
+          ['encrypted', false],
+          ['name', NAME_MARK],
+          ['type', XML_TYPES[type]],
+        ]);
+        w.leaf('esf:value', undefined, VALUE_MARK);
+        w.close();
+        const [head, rest] = w.take().split(NAME_MARK);
+        const [middle, tail] = rest.split(VALUE_MARK);
+        shapes.set(shape, (made = [head, middle, tail]));
+        w.append(before);
+      }
+      if (made) {
+        try {
+          w.append(made[0] + escapeXmlAttribute(name) + made[1] + escapeXmlText(text) + made[2]);
+        } catch (err) {
+          about(pid, `property ${name}`, err);
+        }
+        return;
+      }
+    }
+  }
+  writePropertyElement(w, pid, name, p);
+}
+
+/** One property written element by element (arrays, empty values, and what the copies start from). */
+function writePropertyElement(w: XmlWriter, pid: string, name: string, p: PropertyDto): void {
   const type = typeOf(p.type);
   if (!type) about(pid, `property ${name}`, new XmlError(`unknown type ${JSON.stringify(p.type)} (one of ${Object.keys(XML_TYPES).join(' ')})`));
   const values = Array.isArray(p.value) ? p.value : [p.value];
@@ -308,7 +355,7 @@ export function* configurationsXml(configs: Iterable<ConfigurationDto>): Generat
       if (p === undefined || p === null) continue;
       if (seen.has(name)) about(c.pid, `property ${name}`, new XmlError('given twice'));
       seen.add(name);
-      writeProperty(w, c.pid, name, p);
+      writeProperty(w, c.pid, name, p, shapes);
       if (w.pendingLength() >= PIECE) yield w.take();
     }
     w.close().close();
