@@ -16,6 +16,8 @@ command -v rsync >/dev/null 2>&1 || need="$need rsync"
 # test/assets/channels-csv-peer.test.ts: Apache Commons CSV, the CSV library of Kura's web UI (run by the JDK).
 [ -f /usr/share/java/commons-csv.jar ] || need="$need libcommons-csv-java"
 command -v java >/dev/null 2>&1 || need="$need default-jre-headless"
+# test/mqtt/conf-v1*.test.ts: CONF-V1 XML read and written by JAXB as Eclipse Kapua binds it (the JAXB reference implementation).
+[ -f /usr/share/java/jaxb-runtime.jar ] || need="$need libjaxb-java"
 # test/console/*: the field console in a real browser (Debian's chromium, driven by playwright-core).
 [ -x /usr/bin/chromium ] || need="$need chromium"
 [ -z "$need" ] && exit 0

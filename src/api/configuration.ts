@@ -96,8 +96,14 @@ function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
   }, snap(body), { by, secrets });
 }
 
+/**
+ * configuration/v2's update (`_update`) of a `{configs, takeSnapshot}` body, with its validation and
+ * messages: CONF-V1's PUT applies what it read from its XML through it.
+ */
+export const updateConfigurations = (svc: Svc, body: unknown, by: ChangeActor): Promise<string | undefined> => configs(body, svc, false, by);
+
 /** Who sends a request, for the properties reserved to kura.admin (over MQTT: the requester's permissions). */
-const actorOf = (req: CoreRequest): ChangeActor => ({ transport: req.transport, permissions: req.identity?.permissions ?? [] });
+export const actorOf = (req: CoreRequest): ChangeActor => ({ transport: req.transport, permissions: req.identity?.permissions ?? [] });
 
 const factories = (svc: Svc) => svc.registry.names().map((n) => DRIVER_FACTORY + n);
 const factoryConfigs = (svc: Svc, only?: string[]) => ({

@@ -19,6 +19,7 @@ import { assetV1Family } from './asset-v1/handler.js';
 import { systemFamily, type SystemDeps } from './system.js';
 import { identityFamily } from './identity.js';
 import { configurationFamily } from './configuration.js';
+import { confV1Family } from './conf-v1/handler.js';
 import { deployFamily } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
 import { commandFamily } from './cmd-v1.js';
@@ -41,7 +42,7 @@ export function families(d: FamilyDeps): Family[] {
     assetStatusFamily(d.assets), //              REST /services/assets/{pid}/_status
     systemFamily(d.http, d.system), //           REST /services/system/v1
     identityFamily(d.auth), //                   REST /services/identity/v1
-    ...(d.configuration ? [configurationFamily(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2
+    ...(d.configuration ? [configurationFamily(d.configuration), confV1Family(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2 and CONF-V1
     deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
     commandFamily(d.system.config, d.log), //     MQTT CMD-V1, while command.enabled

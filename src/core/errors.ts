@@ -7,13 +7,16 @@
 //            `response.exception.message` (Kura's JaxRsRequestHandlerProxy);
 //   'text'   REST `text/plain` detail (Kura's deploy/v2 and assets services);
 //   'native' MQTT only, Kura's native applications (ASSET-V1, DEPLOY-V2): `response.code` and, when
-//            there is a detail, `response.exception.message` = KuraException text (`Bad request. …`).
+//            there is a detail, `response.exception.message` = KuraException text (`Bad request. …`);
+//   'message' MQTT only, a native application whose details are another family's messages word for
+//            word (CONF-V1 answers with configuration/v2's): `response.code` and
+//            `response.exception.message` = the detail as it is.
 // Over MQTT a `response.code` is always one Eclipse Kapua reads (200, 400, 404, 500; docs/mqtt.md
 // "Response codes"): `mqttResponseCode` maps any other, and the envelope applies it to every reply.
 // HttpError (src/http/context.ts) is a RequestError, so everything the HTTP layer throws (body
 // limits, 415, 507) reaches MQTT handlers as the same type.
 
-export type ErrorStyle = 'json' | 'text' | 'native';
+export type ErrorStyle = 'json' | 'text' | 'native' | 'message';
 
 export class RequestError extends Error {
   readonly status: number;
@@ -73,6 +76,7 @@ export function notSupported(method: string): RequestError {
  */
 export function mqttError(style: ErrorStyle, err: RequestError): { code: number; message?: string; body?: string; replyTooLarge?: boolean } {
   const replyTooLarge = err instanceof ReplyTooLargeError || undefined;
+  if (style === 'message') return { code: err.status, message: err.detail, replyTooLarge };
   if (style === 'native') {
     if (err.detail === undefined) return { code: err.status, replyTooLarge };
     // KuraException BAD_REQUEST reads `Bad request. {0}`; we name the problem instead of `{0}`.

@@ -99,6 +99,11 @@ export interface CoreRequest {
    * texts (src/core/json.ts); `limit` bounds a REST body in bytes (413 beyond; default 1 MiB).
    */
   body(opts?: { exact?: boolean; limit?: number }): Promise<unknown>;
+  /**
+   * An MQTT request's body as sent, for an application whose bodies are not JSON (CONF-V1's XML);
+   * undefined over REST and when the request has no body.
+   */
+  readonly payload?: Buffer;
   /** Publishes a NOTIFY about `resource` to the requester over MQTT; does nothing over REST. */
   notify(resource: string, message: Notification): void;
 }
@@ -122,6 +127,20 @@ export const rawJson = (text: string): RawJson => new RawJson(text);
  * client gone, or a piece failed: `err`).
  */
 export class JsonPieces {
+  constructor(
+    readonly pieces: Iterable<string>,
+    readonly close: (err?: unknown) => void = () => {},
+  ) {}
+}
+
+/**
+ * A native application's body that is not JSON, made a piece at a time (CONF-V1's XML of every
+ * configuration: tens of MB for a large device). MQTT only. Where the connection compresses its
+ * replies (kura-protobuf with gzip) the text is compressed while it is made and the bound is on
+ * what is sent (MAX_COMPRESSED_REPLY_BYTES); otherwise it is collected up to MAX_REPLY_BYTES. `close`
+ * runs once when the pieces are no longer needed, as for JsonPieces.
+ */
+export class TextPieces {
   constructor(
     readonly pieces: Iterable<string>,
     readonly close: (err?: unknown) => void = () => {},

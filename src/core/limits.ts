@@ -7,5 +7,10 @@ export const MAX_CHANNELS_PER_REQUEST = 1000;
 export const MAX_ELEMENTS_PER_REQUEST = 1000;
 /** A reply body produced through the request core; beyond it the reply is an error (413). */
 export const MAX_REPLY_BYTES = 1024 * 1024;
+/**
+ * A reply made in pieces and compressed while it is made (src/core/family.ts TextPieces), as sent:
+ * the size of the largest MQTT packet gatewayd itself accepts. Only the compressed text is held.
+ */
+export const MAX_COMPRESSED_REPLY_BYTES = 4 * 1024 * 1024;
 
 export const tooManyChannels = (n: number): string => `Too many channels in one request: ${n}, the limit is ${MAX_CHANNELS_PER_REQUEST}`;

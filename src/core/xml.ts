@@ -531,11 +531,19 @@ export function escapeXmlAttribute(s: string): string {
  * sent a piece at a time. Every name, prefix and character is checked as it is written: an XmlError
  * (without a position) for anything that would not read back.
  */
+/** Names checked once per writer (most documents repeat a few names many times), up to this many. */
+const CHECKED_NAMES = 256;
+const NO_BINDINGS: [string, string | undefined][] = [];
+
 export class XmlWriter {
   private out: string;
   private readonly indent: string;
+  /** Line break and indentation by depth, made once. */
+  private readonly indents: string[] = [];
   private readonly open_: { name: string; replaced: [string, string | undefined][]; children: boolean }[] = [];
   private readonly bindings = new Map<string, string>();
+  /** Names already checked, for elements and attributes, while their prefixes are bound as then. */
+  private readonly goodNames = new Set<string>();
   /** The last start tag still lacks its `>` (it may become `/>`). */
   private startPending = false;
   private rooted = false;
@@ -569,6 +577,22 @@ export class XmlWriter {
     return this;
   }
 
+  /**
+   * Appends markup this writer made before at the same place (an element taken with `take` and
+   * copied with other attribute values in place, each escaped with escapeXmlAttribute): as it is,
+   * unchecked.
+   */
+  append(markup: string): this {
+    const parent = this.open_[this.open_.length - 1];
+    if (parent) parent.children = true;
+    if (this.startPending) {
+      this.out += '>';
+      this.startPending = false;
+    }
+    this.out += markup;
+    return this;
+  }
+
   /** Characters written and not yet taken. */
   pendingLength(): number {
     return this.out.length;
@@ -598,11 +622,13 @@ export class XmlWriter {
     if (this.startPending) this.out += '>';
     if (parent) {
       parent.children = true;
-      if (this.indent) this.out += `\n${this.indent.repeat(this.open_.length)}`;
+      if (this.indent) this.out += this.lineAt(this.open_.length);
     }
-    const replaced: [string, string | undefined][] = [];
+    const replaced: [string, string | undefined][] = ns ? [] : NO_BINDINGS;
     let decl = '';
-    for (const [p, uri] of Object.entries(ns ?? {})) {
+    // A namespace declaration changes what a prefixed name means: names are checked again after it.
+    if (ns) this.goodNames.clear();
+    for (const [p, uri] of ns ? Object.entries(ns) : []) {
       if (p !== '' && !isNcName(p)) throw new XmlError(`bad namespace prefix ${p}`);
       if (p === 'xml' || p === 'xmlns' || uri === XML_NAMESPACE || uri === XMLNS_NAMESPACE) throw new XmlError(`the prefix ${p || "''"} cannot be bound to ${uri}`);
       if (p !== '' && uri === '') throw new XmlError(`namespace prefix ${p} bound to an empty name`);
@@ -612,13 +638,13 @@ export class XmlWriter {
     }
     this.checkName(name, true);
     let text = `<${name}${decl}`;
-    const seen = new Set<string>();
-    for (const [k, v] of Symbol.iterator in (attrs ?? {}) ? (attrs as Iterable<readonly [string, XmlAttributeValue]>) : Object.entries(attrs ?? {})) {
+    const seen: string[] = [];
+    for (const [k, v] of attrs === undefined ? [] : Symbol.iterator in attrs ? (attrs as Iterable<readonly [string, XmlAttributeValue]>) : Object.entries(attrs)) {
       if (v === undefined) continue;
       this.checkName(k, false);
       if (k === 'xmlns' || k.startsWith('xmlns:')) throw new XmlError(`namespace declaration ${k} given as an attribute (declare it through ns)`);
-      if (seen.has(k)) throw new XmlError(`duplicate attribute ${k} in <${name}>`);
-      seen.add(k);
+      if (seen.includes(k)) throw new XmlError(`duplicate attribute ${k} in <${name}>`);
+      seen.push(k);
       text += ` ${k}="${escapeXmlAttribute(String(v))}"`;
     }
     this.out += text;
@@ -630,12 +656,24 @@ export class XmlWriter {
   private end(container: boolean): void {
     const el = this.open_.pop()!;
     if (this.startPending) this.out += '/>';
-    else if (container) this.out += `${el.children && this.indent ? `\n${this.indent.repeat(this.open_.length)}` : ''}</${el.name}>`;
+    else if (container) this.out += `${el.children && this.indent ? this.lineAt(this.open_.length) : ''}</${el.name}>`;
     this.startPending = false;
+    if (el.replaced.length > 0) this.goodNames.clear();
     for (const [p, old] of el.replaced.reverse()) old === undefined ? this.bindings.delete(p) : this.bindings.set(p, old);
   }
 
+  private lineAt(depth: number): string {
+    return (this.indents[depth] ??= `\n${this.indent.repeat(depth)}`);
+  }
+
   private checkName(qname: string, element: boolean): void {
+    const key = element ? `<${qname}` : qname;
+    if (this.goodNames.has(key)) return;
+    this.checkNameOnce(qname, element);
+    if (this.goodNames.size < CHECKED_NAMES) this.goodNames.add(key);
+  }
+
+  private checkNameOnce(qname: string, element: boolean): void {
     const colon = qname.indexOf(':');
     const prefix = colon < 0 ? '' : qname.slice(0, colon);
     if (!(colon < 0 ? isNcName(qname) : isNcName(prefix) && isNcName(qname.slice(colon + 1)))) throw new XmlError(`bad ${element ? 'element' : 'attribute'} name ${qname}`);

@@ -17,7 +17,7 @@ export interface RestMountOptions {
 
 export function mountRest(server: HttpServer, family: Family, opts: RestMountOptions): void {
   if (family.rest === undefined) throw new Error(`family ${family.name} has no REST base`);
-  if (family.errors === 'native') throw new Error(`family ${family.name}: the native error style is MQTT only`);
+  if (family.errors === 'native' || family.errors === 'message') throw new Error(`family ${family.name}: the ${family.errors} error style is MQTT only`);
   const api = family.errors === 'json' ? jsonFamily(family.name) : textFamily(family.name);
   for (const route of family.routes) {
     const { method, path } = restOf(family, route);

@@ -20,6 +20,8 @@ export interface ApplicationContext {
   readonly clientId: string;
   /** The requester's permissions (the connection's `requester.permissions`). */
   readonly permissions: readonly string[];
+  /** Whether this connection's replies are gzip-compressed (kura-protobuf with `encode.gzip`). */
+  readonly gzip?: boolean;
   /** Publishes a NOTIFY message to the requester (QoS 0, as Kura), e.g. DEPLOY-V2 progress. */
   notify(resource: string, message: Omit<MqttResponse, 'code'>): void;
 }
@@ -108,7 +110,8 @@ export class MqttApplications {
     }
     let res: MqttResponse;
     try {
-      res = await app.handle(req, { clientId: envelope.opts.clientId, permissions, notify: (resource, m) => publish(envelope.notification(req, resource, m)) });
+      const gzip = envelope.opts.encoding === 'kura-protobuf' && envelope.opts.gzip;
+      res = await app.handle(req, { clientId: envelope.opts.clientId, permissions, gzip, notify: (resource, m) => publish(envelope.notification(req, resource, m)) });
     } catch (err) {
       log.error('MQTT request failed', { topic, error: (err as Error)?.message ?? String(err) });
       res = { code: 500 };

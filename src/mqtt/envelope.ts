@@ -19,7 +19,7 @@
 
 import { mqttResponseCode } from '../core/errors.js';
 import type { PayloadEncoding } from './config.js';
-import { decodeKuraPayload, encodeKuraPayloadForWire, findMetric, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { decodeKuraPayload, encodeKuraPayloadForWire, encodeKuraPayloadGzippedBody, findMetric, gunzippedBody, type GzippedBody, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from './simple-json-payload.js';
 
 export interface MqttRequest {
@@ -40,6 +40,11 @@ export interface MqttResponse {
   /** `response.exception.message`. */
   message?: string;
   body?: string | Buffer;
+  /**
+   * The body compressed while it was made (src/core/family.ts TextPieces), for a connection whose
+   * replies are gzip-compressed; instead of `body`.
+   */
+  gzippedBody?: GzippedBody;
   metrics?: KuraMetric[];
   /** An error because the reply would exceed a size bound: sent as 500 (a 413 over REST). */
   replyTooLarge?: boolean;
@@ -149,8 +154,12 @@ export class Envelope {
 
   private encode(res: MqttResponse): Buffer {
     const o = this.opts;
-    const body = typeof res.body === 'string' ? Buffer.from(res.body, 'utf8') : res.body;
     const code = mqttResponseCode(res.code, res.replyTooLarge);
+    if (res.gzippedBody && o.encoding === 'kura-protobuf') {
+      const p: KuraPayload = { timestamp: BigInt(Date.now()), metrics: [{ name: 'response.code', type: 'INT32', value: code }, ...(res.metrics ?? [])] };
+      return encodeKuraPayloadGzippedBody(p, res.gzippedBody);
+    }
+    const body = res.gzippedBody ? gunzippedBody(res.gzippedBody) : typeof res.body === 'string' ? Buffer.from(res.body, 'utf8') : res.body;
     if (o.encoding === 'json') {
       // Bare JSON has no metrics: a reply made of metrics (DEPLOY-V2's GET/download) is their object.
       const metrics = res.metrics?.length ? `,${res.metrics.map((m) => `${JSON.stringify(m.name)}:${m.type === 'INT64' ? String(m.value) : JSON.stringify(m.type === 'BYTES' ? m.value.toString('base64') : m.value)}`).join(',')}` : '';

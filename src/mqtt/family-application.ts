@@ -2,15 +2,18 @@
 // the topic's method and resource levels select the route, the body goes through the one JSON
 // reader, errors are formatted by the family's style (src/core/errors.ts), and a reply beyond
 // MAX_REPLY_BYTES becomes an error reply (`Reply too large`, response.code 500) instead of a
-// message the broker may refuse.
+// message the broker may refuse. A TextPieces reply (CONF-V1's XML) is compressed while it is made
+// when the connection gzips its replies, and bounded as sent (MAX_COMPRESSED_REPLY_BYTES).
 
 import type { Logger } from '../log.js';
 import type { ApplicationContext, MqttApplication, MqttApplications } from './applications.js';
 import type { MqttRequest, MqttResponse } from './envelope.js';
 import { ReplyTooLargeError, RequestError, mqttError } from '../core/errors.js';
 import { readJsonBytes } from '../core/json.js';
-import { MAX_REPLY_BYTES } from '../core/limits.js';
-import { JsonPieces, METHODS, PayloadReply, replyText, roleOf, routerOf, type CoreRequest, type Family, type Method } from '../core/family.js';
+import { MAX_COMPRESSED_REPLY_BYTES, MAX_REPLY_BYTES } from '../core/limits.js';
+import { lazyBuiltin } from '../core/builtin.js';
+import type { GzippedBody } from './kura-payload.js';
+import { JsonPieces, TextPieces, METHODS, PayloadReply, replyText, roleOf, routerOf, type CoreRequest, type Family, type Method } from '../core/family.js';
 
 export function familyApplication(family: Family, log: Logger): MqttApplication {
   if (family.appId === undefined) throw new Error(`family ${family.name} has no MQTT application id`);
@@ -39,9 +42,14 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
           metrics: req.metrics,
           clientId: ctx.clientId,
           body: async (o) => readJsonBytes(req.body, o),
+          payload: req.body,
           notify: (resource, message) => ctx.notify(resource, message),
         };
         const result = await m.handler.handler(core);
+        if (result instanceof TextPieces) {
+          if (ctx.gzip) return { code: 200, gzippedBody: await compress(result) };
+          return { code: 200, body: collect(result) };
+        }
         const text = result instanceof JsonPieces ? collect(result) : replyText(result);
         if (text !== undefined && text.length > MAX_REPLY_BYTES / 4 && Buffer.byteLength(text) > MAX_REPLY_BYTES) {
           throw new ReplyTooLargeError(`Reply too large: ${Buffer.byteLength(text)} bytes, the limit is ${MAX_REPLY_BYTES}; ask for fewer assets or channels`);
@@ -59,6 +67,57 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
       }
     },
   };
+}
+
+const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
+/** Text handed to the compressor at once: few calls, little held. */
+const BATCH = 64 * 1024;
+
+/**
+ * A reply made in pieces, compressed while it is made (gzip in the thread pool, while the next
+ * pieces are made): only the compressed text is held, refused (Reply too large: 500) as soon as it
+ * passes MAX_COMPRESSED_REPLY_BYTES. Waiting for the compressor lets other requests be served meanwhile.
+ */
+async function compress(reply: TextPieces): Promise<GzippedBody> {
+  const gz = zlib().createGzip();
+  const out: Buffer[] = [];
+  let size = 0;
+  let length = 0;
+  let failure: unknown;
+  gz.on('data', (b: Buffer) => {
+    out.push(b);
+    size += b.length;
+  });
+  gz.on('error', (err) => (failure ??= err));
+  const tooLarge = () => new ReplyTooLargeError(`Reply too large: more than ${MAX_COMPRESSED_REPLY_BYTES} bytes compressed, the limit; ask for fewer components`);
+  const send = async (text: string) => {
+    const b = Buffer.from(text, 'utf8');
+    length += b.length;
+    if (!gz.write(b)) await new Promise<void>((resolve) => gz.once('drain', resolve).once('error', () => resolve()));
+    if (failure) throw failure;
+    if (size > MAX_COMPRESSED_REPLY_BYTES) throw tooLarge();
+  };
+  let failed: unknown;
+  try {
+    let batch = '';
+    for (const piece of reply.pieces) {
+      batch += piece;
+      if (batch.length >= BATCH) await send(batch), (batch = '');
+    }
+    if (batch) await send(batch);
+    await new Promise<void>((resolve, reject) => {
+      if (failure) return reject(failure);
+      gz.once('end', resolve).once('error', reject).end();
+    });
+    if (size > MAX_COMPRESSED_REPLY_BYTES) throw tooLarge();
+    return { member: Buffer.concat(out), length };
+  } catch (err) {
+    failed = err;
+    gz.destroy();
+    throw err;
+  } finally {
+    reply.close(failed instanceof ReplyTooLargeError ? undefined : failed);
+  }
 }
 
 /**
@@ -95,7 +154,7 @@ export function switchedApplication(family: Family, apps: MqttApplications, log:
 }
 
 /** The text of a reply made in pieces, refused (Reply too large: 500 over MQTT) as soon as it passes the reply bound: never more than the bound in memory. */
-function collect(reply: JsonPieces): string {
+function collect(reply: JsonPieces | TextPieces): string {
   let text = '';
   let failed: unknown;
   try {

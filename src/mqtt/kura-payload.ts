@@ -538,6 +538,29 @@ export function encodeKuraPayloadForWire(p: KuraPayload, gzip: boolean): Buffer 
   return gzipIfShorter(encodeKuraPayload(p), gzip);
 }
 
+/** A body compressed while it was made: one gzip member (RFC 1952) and the length of what it holds. */
+export interface GzippedBody {
+  member: Buffer;
+  length: number;
+}
+
+/**
+ * The wire form of `p` with `body` as its body, already compressed: the gzip form of the payload
+ * up to the body field's tag and length, then the body's member. A gzip file is a series of
+ * members whose contents follow one another (RFC 1952 §2.2), and gzip readers (Java's
+ * GZIPInputStream, which Kapua's KuraPayload decoder uses, zlib, Python's gzip) read them all.
+ */
+export function encodeKuraPayloadGzippedBody(p: KuraPayload, body: GzippedBody): Buffer {
+  const w = new Writer(64 + 32 * p.metrics.length);
+  w.push(encodeKuraPayload({ ...p, body: undefined }));
+  w.tag(5001, WIRE_LEN);
+  w.uvarint(body.length);
+  return Buffer.concat([zlib().gzipSync(w.finish()), body.member]);
+}
+
+/** The text of a GzippedBody (for an encoding that does not compress). */
+export const gunzippedBody = (body: GzippedBody): Buffer => zlib().gunzipSync(body.member);
+
 /** `raw`, or its gzip form when `gzip` and that is shorter. */
 export function gzipIfShorter(raw: Buffer, gzip: boolean): Buffer {
   if (!gzip) return raw;

@@ -55,6 +55,8 @@ const WINDOW = 32;
 const MAX_CONCURRENT_REQUESTS = 256;
 /** A request body beyond this is not parsed (a JSON array of asset names is a few KB at most). */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+/** How long the reply to a request that made the daemon reconnect waits for the new connection. */
+const REPLY_AFTER_RECONNECT_MS = 10_000;
 /** Keys applied to a running connection (their values here only blank them out for a comparison). */
 const LIVE_KEYS = { 'requester.permissions': [], 'applications.disabled': [], 'outbox.max.messages': 0, 'outbox.max.bytes': 0 };
 
@@ -320,10 +322,34 @@ export class MqttService {
     this.applications
       .dispatch(envelope, topic, payload, (r) => void send(r).catch(() => {}), this.log, this.policy())
       .then(async (reply) => {
-        if (reply) await send(reply);
+        if (!reply) return;
+        const now = await this.replyConnection(client);
+        if (now === client) await send(reply);
+        else if (this.mayPublish(reply.topic)) await now.publish(reply.topic, reply.payload, { qos: 0 });
       })
       .catch((err) => this.log.warn('MQTT reply not sent', { topic, error: (err as Error).message }))
       .finally(() => this.activeRequests--);
+  }
+
+  /**
+   * The connection to answer a request that came on `client` over. A request that changed this
+   * connection's own settings (CONF-V2 or CONF-V1 updating the mqtt component) has made the daemon
+   * reconnect before its reply was ready: it is answered on the new connection once that is up
+   * (within REPLY_AFTER_RECONNECT_MS), as Kura answers such a change before applying it.
+   */
+  private async replyConnection(client: MqttClient): Promise<MqttClient> {
+    const now = this.client;
+    if (!now || now === client || now.isConnected) return now ?? client;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        now.off('connect', done);
+        resolve();
+      };
+      const timer = setTimeout(done, REPLY_AFTER_RECONNECT_MS);
+      now.once('connect', done);
+    });
+    return now;
   }
 
   /** Queues one asset's telemetry (the Telemetry's `publish`). */

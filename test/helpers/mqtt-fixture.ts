@@ -211,8 +211,8 @@ export class Requester {
     const { topic, payload } = this.replies.get(rid)!;
     if (encoding === 'json') {
       const text = payload.toString();
-      const obj = text === '' ? undefined : JSON.parse(text);
-      // An error is an object with `response.code`; anything else is a success body.
+      // An error is an object with `response.code`; anything else (JSON, CONF-V1's XML) is a success body.
+      const obj = text.startsWith('{') ? JSON.parse(text) : undefined;
       if (obj !== null && typeof obj === 'object' && 'response.code' in obj) return { code: obj['response.code'], message: obj['response.exception.message'], body: text, raw: payload, topic, metrics: [] };
       return { code: 200, body: text, raw: payload, topic, metrics: [] };
     }
