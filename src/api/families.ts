@@ -21,6 +21,7 @@ import { identityFamily } from './identity.js';
 import { configurationFamily } from './configuration.js';
 import { deployFamily } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
+import { inventoryFamilies } from './inventory.js';
 
 export interface FamilyDeps {
   assets: AssetService & { pollStatus(pid: string): PollStatus };
@@ -43,5 +44,6 @@ export function families(d: FamilyDeps): Family[] {
     ...(d.configuration ? [configurationFamily(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2
     deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
+    ...inventoryFamilies(d.deploy, d.log), //    REST /services/inventory/v1, MQTT INVENTORY-V1
   ];
 }
