@@ -1,7 +1,7 @@
 // The image's own packages, for INVENTORY-V1 and inventory/v1 `systemPackages` (docs/mqtt.md
 // "INVENTORY-V1"): read from the package manager's status database, dpkg's or opkg's, which share
-// the control-file format of Debian Policy §5 ("Package:", "Version:", "Status:" fields in
-// paragraphs separated by blank lines; Debian Policy §5.1 for continuation lines). Kura runs
+// the control-file format of Debian Policy section 5 ("Package:", "Version:", "Status:" fields in
+// paragraphs separated by blank lines; Debian Policy section 5.1 for continuation lines). Kura runs
 // `dpkg-query -W`; gatewayd reads the file instead (no process, no shell, and the same answer on
 // an opkg image, where Kura finds nothing).
 //
@@ -56,7 +56,7 @@ export function packageDatabaseProblem(setting: string): string | undefined {
   return undefined;
 }
 
-// Debian Policy §5.6.1 (package names) and §5.6.12 (versions), with the upper-case letters and
+// Debian Policy sections 5.6.1 (package names) and 5.6.12 (versions), with the upper-case letters and
 // underscores opkg feeds use; anything else (control characters, quotes, markup) is no package.
 const NAME = /^[A-Za-z0-9][A-Za-z0-9+._-]*$/;
 const VERSION = /^[A-Za-z0-9][A-Za-z0-9.+~:_-]*$/;
@@ -136,11 +136,11 @@ async function parseDatabase(fh: fsp.FileHandle, db: Database, log: Logger): Pro
   };
   const field = (line: string) => {
     if (line.trim() === '') return endParagraph();
-    // A continuation line (Debian Policy §5.1) belongs to a field gatewayd does not read.
+    // A continuation line (Debian Policy section 5.1) belongs to a field gatewayd does not read.
     if (line.startsWith(' ') || line.startsWith('\t')) return;
     const colon = line.indexOf(':');
     if (colon <= 0) return;
-    // Field names are case-insensitive (Debian Policy §5.1).
+    // Field names are case-insensitive (Debian Policy section 5.1).
     const key = line.slice(0, colon).toLowerCase();
     const value = line.slice(colon + 1).trim();
     if (key === 'package') name = value.length <= MAX_FIELD_CHARS && NAME.test(value) ? value : undefined;

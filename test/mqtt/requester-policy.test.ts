@@ -170,7 +170,7 @@ t.test('applications disabled at start: not subscribed, not in BIRTH, no reply',
   });
   await d.waitForLog(/msg="mqtt connected"/);
   await until(() => births.length > 0, 10_000, 'BIRTH');
-  t.equal(births[0], 'ASSET-V1');
+  t.equal(births[0], 'ASSET-V1,INVENTORY-V1');
   const r = new Requester(broker.url, 'anon', 'acct');
   await r.start();
   t.teardown(() => r.end());
