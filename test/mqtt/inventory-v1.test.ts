@@ -310,6 +310,7 @@ t.test('bundles and INVENTORY-V1 as Kapua drives them', mosquittoSkip(), async (
     t.match(r.headers['content-type'], /^application\/json/);
     t.same(r.json().bundles.map((b: any) => b.id), [0, 2, 3]);
     t.equal((await rest('/inventory/v1/bundles', 'viewer')).status, 403, 'an identity without rest.inventory');
+    t.ok((await d.request('/services/identity/v1/definedPermissions')).json().permissions.includes('rest.inventory'), 'a permission identities can be given');
     t.equal((await d.request('/services/inventory/v1/bundles')).status, 401, 'anonymous');
     t.equal((await rest('/inventory/v1/bundles/_stop', 'viewer', { body: { name: 'org.example.inv' } })).status, 403, 'a limited role cannot stop a bundle');
     t.match(await readSpeed(), { channelStatus: { channelFlag: 'SUCCESS' } }, 'still running');
