@@ -106,7 +106,12 @@ export class PackageStore {
       this.packages.push(p);
     }
     this.nextBundleId = Math.max(1, Number.isSafeInteger(index?.nextBundleId) ? index!.nextBundleId! : 1, ...this.packages.map((p) => (Number.isSafeInteger(p.bundleId) ? p.bundleId! + 1 : 1)));
-    for (const p of this.packages) if (!Number.isSafeInteger(p.bundleId) || p.bundleId! < 1) p.bundleId = this.nextBundleId++;
+    // A missing, invalid or repeated id (a hand-edited index) gets the next free one.
+    const seen = new Set<number>();
+    for (const p of this.packages) {
+      if (!Number.isSafeInteger(p.bundleId) || p.bundleId! < 1 || seen.has(p.bundleId!)) p.bundleId = this.nextBundleId++;
+      seen.add(p.bundleId!);
+    }
     const keep = new Set(this.packages.map((p) => p.dir));
     for (const entry of fs.readdirSync(this.root)) {
       if (entry === 'index.json' || keep.has(entry)) continue;

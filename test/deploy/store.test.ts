@@ -98,6 +98,12 @@ t.test('bundle ids (docs/packages.md "Bundles"): kept on replace, never given ag
   await store.install(dpFile(buildDp({ name: 'f', version: '1' })));
   t.same(ids(), ['a:1', 'c:2', 'e:3', 'f:4']);
   t.same(JSON.parse(fs.readFileSync(index, 'utf8')).packages.map((p: { bundleId: number }) => p.bundleId), [1, 2, 3, 4], 'written');
+  const edited = JSON.parse(fs.readFileSync(index, 'utf8'));
+  edited.packages[2].bundleId = 1;
+  edited.packages[3].bundleId = -3;
+  fs.writeFileSync(index, JSON.stringify(edited));
+  store = openStore(dir);
+  t.same(ids(), ['a:1', 'c:2', 'e:5', 'f:6'], 'a repeated or invalid id in a hand-edited index: the next free ones');
 });
 
 t.test('refused packages leave nothing behind', async (t) => {
