@@ -65,6 +65,11 @@ const ROUTES = [
   ['GET', '/services/assets/{pid}/_read', 'none'],
   ['POST', '/services/assets/{pid}/_read', 'read'],
   ['POST', '/services/assets/{pid}/_write', 'write'],
+  ['GET', '/services/inventory/v1/inventory', 'none'],
+  ['GET', '/services/inventory/v1/bundles', 'none'],
+  ['GET', '/services/inventory/v1/systemPackages', 'none'],
+  ['POST', '/services/inventory/v1/bundles/_start', 'bundle'],
+  ['POST', '/services/inventory/v1/bundles/_stop', 'bundle'],
 ];
 const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'PROPFIND', 'MKCOL', 'SEARCH', 'PURGE'];
 const NAMES = ['admin', 'operator', 'nobody', 'demo', 'temperature', 'setpoint', 'label', 'flag', 'blob', 'counter', '', ' ', '..', '../..', '%00', '\u0000', 'a'.repeat(300), 'é', '😀', '\ud800', '__proto__', 'constructor', 'toString'];
@@ -96,6 +101,7 @@ function exampleBody(r, kind) {
     case 'change': return { currentPassword: r.pick(['wrong', '', null]), newPassword: r.pick(['short', 'Long-enough-pw-1', '', 7]) };
     case 'identity': return { userName: r.pick(NAMES), password: r.pick(['weak', 'Str0ng-pw-long!', '', null]), permissions: r.pick([['rest.assets'], ['kura.admin'], [], ['bad perm'], 'rest.assets']), passwordAuthEnabled: r.pick([true, false, 'yes']), passwordChangeNeeded: r.pick([true, false, 1]) };
     case 'url': return { url: r.pick(['', 'http://127.0.0.1:9/x.dp', 'file:/etc/passwd', 'file:/nonexistent-gw-robust/../etc/shadow', 'ftp://x', 'javascript:alert(1)', 'https://marketplace.eclipse.org/content/x', 'http://[::1', '\u0000', 42]) };
+    case 'bundle': return { name: r.pick(['org.eclipse.kura.gatewayd', ...NAMES, 7, null]), version: r.pick([undefined, '0.1.0', '', 1, null]) };
     case 'read': return { channels: Array.from({ length: r.int(4) }, () => r.pick(NAMES)) };
     case 'write': return { channels: Array.from({ length: r.int(4) }, () => ({ name: r.pick(NAMES), type: r.pick(TYPES), value: r.pick([10, '10', 'x', true, null, 1e308, '1e400', 'AAEC', [], {}, -1, 2147483648]) })) };
     default: return r.chance(0.5) ? {} : [];

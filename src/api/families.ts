@@ -23,6 +23,7 @@ import { confV1Family } from './conf-v1/handler.js';
 import { deployFamily } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
 import { commandFamily } from './cmd-v1.js';
+import { inventoryFamilies } from './inventory.js';
 
 export interface FamilyDeps {
   assets: AssetService & { pollStatus(pid: string): PollStatus };
@@ -46,5 +47,6 @@ export function families(d: FamilyDeps): Family[] {
     deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
     commandFamily(d.system.config, d.log), //     MQTT CMD-V1, while command.enabled
+    ...inventoryFamilies(d.deploy, d.log), //    REST /services/inventory/v1, MQTT INVENTORY-V1
   ];
 }

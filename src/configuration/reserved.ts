@@ -11,7 +11,7 @@ import { SINGLETONS, type Layer, type Raw } from './model.js';
 /** By configuration file section, the keys reserved to kura.admin. */
 const RESERVED: readonly { section: string; keys: RegExp }[] = [
   { section: 'mqtt', keys: /^(broker-url|username|password|tls\..+|requester\.permissions|applications\.disabled)$/ },
-  { section: 'deploy', keys: /^(trust\.anchors|unsigned\.allowed)$/ },
+  { section: 'deploy', keys: /^(trust\.anchors|unsigned\.allowed|system\.packages\.database)$/ },
   { section: 'http', keys: /^(https?\.ports|https\.client\.auth\.ports|https\.keystore\..+|https\.truststore(\.crl)?|bind\.address)$/ },
   { section: 'rest', keys: /^(allowed\.ports|auth\..+|session\.management\.enabled|login\.throttle\.max\.delay)$/ },
   { section: 'command', keys: /^command\..+$/ },

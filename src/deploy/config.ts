@@ -1,10 +1,11 @@
 // The `deploy` section of the configuration file (docs/configuration.md "deploy"), with gatewayd's
 // additions: `download.max.redirects`, `download.deadline`, the queue's bounds `queue.max.jobs` and
 // `queue.max.bytes` (src/deploy/jobs.ts), `trust.anchors` and `unsigned.allowed` (see
-// src/deploy/signature.ts).
+// src/deploy/signature.ts), `system.packages.database` (src/deploy/system-packages.ts).
 
 import type { Problem } from '../core/schema.js';
 import fs from 'node:fs';
+import { packageDatabaseProblem } from './system-packages.js';
 import { arrayOf, bool, duration, num, problem, section, str, warning, type Validator } from '../core/schema.js';
 
 export interface DeployConfig {
@@ -30,6 +31,8 @@ export interface DeployConfig {
   'trust.anchors': string[];
   /** false: without trust anchors every package is refused (the production configuration sets it). */
   'unsigned.allowed': boolean;
+  /** Where INVENTORY-V1 reads the image's packages: `auto`, `none`, `dpkg:<path>`, `opkg:<path>`. */
+  'system.packages.database': string;
 }
 
 export const DEPLOY_DEFAULTS: DeployConfig = {
@@ -44,6 +47,7 @@ export const DEPLOY_DEFAULTS: DeployConfig = {
   'file.allowed.dirs': ['/tmp'],
   'trust.anchors': [],
   'unsigned.allowed': true,
+  'system.packages.database': 'auto',
 };
 
 const httpUrl: Validator<string> = (raw, path, p) => {
@@ -71,6 +75,13 @@ const trustAnchor: Validator<string> = (raw, path, p) => {
   return s;
 };
 
+const packageDatabase: Validator<string> = (raw, path, p) => {
+  const s = str({ nonEmpty: true })(raw, path, p);
+  const why = packageDatabaseProblem(s);
+  if (why) problem(p, path, why);
+  return s;
+};
+
 export const deploySection = section<DeployConfig>({
   'marketplace.url': [httpUrl, DEPLOY_DEFAULTS['marketplace.url']],
   'gateway.version': [str({ nonEmpty: true }), DEPLOY_DEFAULTS['gateway.version']],
@@ -84,6 +95,7 @@ export const deploySection = section<DeployConfig>({
   'file.allowed.dirs': [arrayOf(str({ nonEmpty: true })), DEPLOY_DEFAULTS['file.allowed.dirs']],
   'trust.anchors': [arrayOf(trustAnchor), DEPLOY_DEFAULTS['trust.anchors']],
   'unsigned.allowed': [bool, DEPLOY_DEFAULTS['unsigned.allowed']],
+  'system.packages.database': [packageDatabase, DEPLOY_DEFAULTS['system.packages.database']],
 });
 
 /** Validates the `deploy` section (absent: all defaults). Relative folders are the caller's to resolve. */

@@ -24,6 +24,20 @@ const MAX_DESCRIPTOR_BYTES = 1024 * 1024;
 
 export type DeploymentRequestStatus = 'REQUEST_RECEIVED' | 'INSTALLING' | 'UNINSTALLING';
 
+/** What DEPLOY-V2 and INVENTORY-V1 list as a bundle (docs/packages.md "Bundles"). */
+export interface BundleInfo {
+  id: number;
+  name: string;
+  version: string;
+  /** OSGi's names: ACTIVE while running, RESOLVED when stopped or its code failed to start. */
+  state: 'ACTIVE' | 'RESOLVED';
+  /** The daemon itself, bundle 0: never started or stopped from outside. */
+  system: boolean;
+}
+
+/** The daemon as bundle 0, as an OSGi framework lists its system bundle first. */
+export const SYSTEM_BUNDLE_NAME = 'org.eclipse.kura.gatewayd';
+
 export interface DeploymentServiceOptions {
   dataDir: string;
   config: DeployConfig;
@@ -46,6 +60,11 @@ export class DeploymentService {
   private readonly log: Logger;
   /** Aborted at stop, so a running download does not hold up the daemon's shutdown. */
   private readonly shutdown = new AbortController();
+  /**
+   * The tail of the changes to packages' code and to the store (install, uninstall, bundle start
+   * and stop), which run one after the other: a stop never lands in the middle of an install.
+   */
+  private changes: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: DeploymentServiceOptions) {
     this.log = opts.log.child({ component: 'deploy' });
@@ -59,6 +78,7 @@ export class DeploymentService {
   async start(): Promise<void> {
     this.store.open();
     for (const pkg of this.store.list()) {
+      if (pkg.stopped) continue;
       try {
         await this.opts.plugins.activate(this.loadable(pkg));
       } catch (err) {
@@ -73,7 +93,7 @@ export class DeploymentService {
   async stop(): Promise<void> {
     this.shutdown.abort();
     await this.jobs.stop();
-    await this.opts.plugins.deactivateAll();
+    await this.exclusive(() => this.opts.plugins.deactivateAll());
   }
 
   /**
@@ -108,6 +128,41 @@ export class DeploymentService {
   /** Names of the packages whose code is running. */
   activePackages(): string[] {
     return this.opts.plugins.active();
+  }
+
+  /** Bundle 0 (the daemon, `version`) and each installed package's plug-in, by bundle id. */
+  bundles(version: string): BundleInfo[] {
+    const active = new Set(this.opts.plugins.active());
+    const list: BundleInfo[] = [{ id: 0, name: SYSTEM_BUNDLE_NAME, version, state: 'ACTIVE', system: true }];
+    for (const p of this.store.list()) {
+      // A package without code has nothing to run: started unless stopped.
+      const running = !p.stopped && (p.extensions.length === 0 || active.has(p.name));
+      list.push({ id: p.bundleId!, name: p.name, version: p.version, state: running ? 'ACTIVE' : 'RESOLVED', system: false });
+    }
+    return list.sort((a, b) => a.id - b.id);
+  }
+
+  /**
+   * Starts (`start`) or stops a package's plug-in, as OSGi's Bundle.start/stop: what was asked is
+   * recorded first (a stopped plug-in stays stopped across restarts), then its code is activated
+   * (its driver factories, providers and applications come back) or deactivated (they go). Starting
+   * a running one or stopping a stopped one changes nothing. Throws when its code fails to start
+   * (the plug-in is then RESOLVED) or the package is not installed.
+   */
+  setBundleStarted(name: string, start: boolean): Promise<void> {
+    return this.exclusive(async () => {
+      const pkg = this.store.get(name);
+      if (!pkg) throw new Error(`no deployment package named ${name} is installed`);
+      await this.store.setStopped(name, !start);
+      if (!start) {
+        if (this.opts.plugins.active().includes(name)) this.log.info('package plug-in stopped', { package: name });
+        await this.opts.plugins.deactivate(name);
+        return;
+      }
+      if (this.opts.plugins.active().includes(name)) return;
+      await this.opts.plugins.activate(this.loadable(pkg));
+      this.log.info('package plug-in started', { package: name });
+    });
   }
 
   recentJobs(): Job[] {
@@ -227,9 +282,11 @@ export class DeploymentService {
       name,
       { name },
       async () => {
-        if (!this.store.get(name)) throw new Error(`no deployment package named ${name} is installed`);
-        await this.opts.plugins.deactivate(name);
-        await this.store.remove(name);
+        await this.exclusive(async () => {
+          if (!this.store.get(name)) throw new Error(`no deployment package named ${name} is installed`);
+          await this.opts.plugins.deactivate(name);
+          await this.store.remove(name);
+        });
         this.log.info('package uninstalled', { package: name });
       },
       // Removing an installed package need not wait for slow downloads queued before it; one
@@ -263,7 +320,18 @@ export class DeploymentService {
     return this.jobs.cancel(id);
   }
 
-  private async installFile(file: string, job: Job): Promise<void> {
+  /** Runs `fn` after every change to packages' code or the store asked for before it. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.changes.then(fn, fn);
+    this.changes = run.catch(() => undefined);
+    return run;
+  }
+
+  private installFile(file: string, job: Job): Promise<void> {
+    return this.exclusive(() => this.installFileNow(file, job));
+  }
+
+  private async installFileNow(file: string, job: Job): Promise<void> {
     const { pkg, replaced } = await this.store.install(file, (m) => {
       // A job queued after this install already installed or removed the package while this one
       // downloaded: queue order wins.

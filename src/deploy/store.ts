@@ -32,11 +32,21 @@ export interface InstalledPackage {
   /** Extension modules (paths inside the package), in load order. */
   extensions: string[];
   installedAt: string;
+  /**
+   * Its plug-in's bundle id (docs/packages.md "Bundles"): given at the first install, kept when the
+   * package is replaced, never given again after an uninstall (as OSGi numbers bundles). Absent in
+   * an index written before bundle ids: given in index order at open.
+   */
+  bundleId?: number;
+  /** Its plug-in was stopped (EXEC/stop): it stays stopped across restarts until started or replaced. */
+  stopped?: boolean;
 }
 
 interface IndexFile {
   formatVersion: number;
   packages: InstalledPackage[];
+  /** The bundle id the next new package gets. */
+  nextBundleId?: number;
 }
 
 /** A package that cannot be installed (bad archive, manifest or signature): the user's problem. */
@@ -60,6 +70,8 @@ export class PackageStore {
   readonly root: string;
   private readonly indexFile: string;
   private packages: InstalledPackage[] = [];
+  /** Bundle id 0 is the daemon itself (the system bundle); packages count from 1. */
+  private nextBundleId = 1;
 
   constructor(private readonly opts: PackageStoreOptions) {
     this.root = path.join(opts.dataDir, 'packages');
@@ -92,6 +104,13 @@ export class PackageStore {
         continue;
       }
       this.packages.push(p);
+    }
+    this.nextBundleId = Math.max(1, Number.isSafeInteger(index?.nextBundleId) ? index!.nextBundleId! : 1, ...this.packages.map((p) => (Number.isSafeInteger(p.bundleId) ? p.bundleId! + 1 : 1)));
+    // A missing, invalid or repeated id (a hand-edited index) gets the next free one.
+    const seen = new Set<number>();
+    for (const p of this.packages) {
+      if (!Number.isSafeInteger(p.bundleId) || p.bundleId! < 1 || seen.has(p.bundleId!)) p.bundleId = this.nextBundleId++;
+      seen.add(p.bundleId!);
     }
     const keep = new Set(this.packages.map((p) => p.dir));
     for (const entry of fs.readdirSync(this.root)) {
@@ -160,19 +179,24 @@ export class PackageStore {
       await fsp.rename(staging, finalDir);
       await syncDir(this.root);
 
+      const replaced = this.get(manifest.name);
+      // A replaced package keeps its bundle id; a new one takes the next. A replaced package that
+      // was stopped starts again, as OSGi's Deployment Admin starts the bundles it installs.
       const pkg: InstalledPackage = {
         name: manifest.name,
         version: manifest.version,
         dir: dirName,
         extensions: manifest.extensions,
         installedAt: new Date().toISOString(),
+        bundleId: replaced?.bundleId ?? this.nextBundleId,
       };
-      const replaced = this.get(pkg.name);
       // Same name: replaced in place, so the start-up order stays the order of first install.
       const next = replaced ? this.packages.map((p) => (p === replaced ? pkg : p)) : [...this.packages, pkg];
-      await this.writeIndex(next);
+      const nextId = replaced ? this.nextBundleId : this.nextBundleId + 1;
+      await this.writeIndex(next, undefined, nextId);
       finalDir = undefined; // committed
       this.packages = next;
+      this.nextBundleId = nextId;
       if (replaced) await fsp.rm(this.dirOf(replaced), { recursive: true, force: true });
       return { pkg, replaced };
     } finally {
@@ -194,8 +218,21 @@ export class PackageStore {
     return pkg;
   }
 
-  private async writeIndex(packages: InstalledPackage[], space?: SpaceOptions): Promise<void> {
-    const index: IndexFile = { formatVersion: STORE_FORMAT_VERSION, packages };
+  /**
+   * Records that a package's plug-in is stopped or started (written before the plug-in changes, so
+   * a power cut between the two leaves what was asked for at the next start).
+   */
+  async setStopped(name: string, stopped: boolean): Promise<void> {
+    const pkg = this.get(name);
+    if (!pkg || Boolean(pkg.stopped) === stopped) return;
+    const changed: InstalledPackage = { ...pkg, stopped: stopped || undefined };
+    const next = this.packages.map((p) => (p === pkg ? changed : p));
+    await this.writeIndex(next);
+    this.packages = next;
+  }
+
+  private async writeIndex(packages: InstalledPackage[], space?: SpaceOptions, nextBundleId = this.nextBundleId): Promise<void> {
+    const index: IndexFile = { formatVersion: STORE_FORMAT_VERSION, packages, nextBundleId };
     await writeJsonAtomic(this.indexFile, index, space);
   }
 }

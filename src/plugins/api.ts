@@ -11,9 +11,9 @@
  *     export async function activate(api) { api.registerDriverFactory(myFactory); }
  *     export async function deactivate() { ... }   // optional
  *
- * `activate` runs when the package is installed and at every start (packages start in install
- * order); `deactivate` runs when the package is uninstalled or replaced by another version, and at
- * shutdown. After `deactivate`, gatewayd also clears every timer made with `api.setTimeout` /
+ * `activate` runs when the package is installed, at every start (packages start in install order)
+ * and when its bundle is started (docs/packages.md "Bundles"); `deactivate` runs when the package is
+ * uninstalled or replaced by another version, when its bundle is stopped, and at shutdown. After `deactivate`, gatewayd also clears every timer made with `api.setTimeout` /
  * `api.setInterval`, runs every `api.onDispose` callback (close your sockets and servers there),
  * and unregisters the driver factories, authentication providers and MQTT applications the package
  * registered; assets

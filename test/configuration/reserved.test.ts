@@ -50,6 +50,7 @@ const RESERVED: [string, string, unknown][] = [
   [CLOUD, 'applications.disabled', SA('DEPLOY-V2')],
   [DEPLOY, 'trust.anchors', SA(anchor)],
   [DEPLOY, 'unsigned.allowed', B(false)],
+  [DEPLOY, 'system.packages.database', S('dpkg:/etc/shadow')],
   [HTTP, 'http.ports', I(1)],
   [HTTP, 'https.ports', I(2)],
   [HTTP, 'https.client.auth.ports', I(3)],

@@ -63,6 +63,49 @@ t.test('install, replace, remove, and what is on disk', async (t) => {
   t.same(pkgsOf(openStore(dir)), ['b@4.2.0']);
 });
 
+t.test('bundle ids (docs/packages.md "Bundles"): kept on replace, never given again; stopped kept across opens; an index without ids', async (t) => {
+  const dir = dataDir();
+  let store = openStore(dir);
+  const ids = () => store.list().map((p) => `${p.name}:${p.bundleId}${p.stopped ? ':stopped' : ''}`);
+  await store.install(dpFile(buildDp({ name: 'a', version: '1' })));
+  await store.install(dpFile(buildDp({ name: 'b', version: '1' })));
+  t.same(ids(), ['a:1', 'b:2']);
+  await store.setStopped('a', true);
+  await store.install(dpFile(buildDp({ name: 'b', version: '2' })));
+  t.same(ids(), ['a:1:stopped', 'b:2'], 'a replaced package keeps its id');
+  await store.remove('b');
+  await store.install(dpFile(buildDp({ name: 'c', version: '1' })));
+  t.same(ids(), ['a:1:stopped', 'c:3'], 'an uninstalled id is not given again');
+  store = openStore(dir);
+  t.same(ids(), ['a:1:stopped', 'c:3'], 'as written');
+  await store.install(dpFile(buildDp({ name: 'd', version: '1' })));
+  t.same(ids(), ['a:1:stopped', 'c:3', 'd:4'], 'the next id survives a restart');
+  await store.install(dpFile(buildDp({ name: 'a', version: '2' })));
+  t.same(ids(), ['a:1', 'c:3', 'd:4'], 'installing a stopped package again starts it');
+  await store.remove('d');
+  store = openStore(dir);
+  await store.install(dpFile(buildDp({ name: 'e', version: '1' })));
+  t.same(ids(), ['a:1', 'c:3', 'e:5'], 'not even the last one after a restart');
+
+  // An index written before bundle ids: numbered in install order, as GET/bundles numbered them.
+  const index = path.join(dir, 'packages', 'index.json');
+  const old = JSON.parse(fs.readFileSync(index, 'utf8'));
+  delete old.nextBundleId;
+  for (const p of old.packages) delete p.bundleId;
+  fs.writeFileSync(index, JSON.stringify(old));
+  store = openStore(dir);
+  t.same(ids(), ['a:1', 'c:2', 'e:3']);
+  await store.install(dpFile(buildDp({ name: 'f', version: '1' })));
+  t.same(ids(), ['a:1', 'c:2', 'e:3', 'f:4']);
+  t.same(JSON.parse(fs.readFileSync(index, 'utf8')).packages.map((p: { bundleId: number }) => p.bundleId), [1, 2, 3, 4], 'written');
+  const edited = JSON.parse(fs.readFileSync(index, 'utf8'));
+  edited.packages[2].bundleId = 1;
+  edited.packages[3].bundleId = -3;
+  fs.writeFileSync(index, JSON.stringify(edited));
+  store = openStore(dir);
+  t.same(ids(), ['a:1', 'c:2', 'e:5', 'f:6'], 'a repeated or invalid id in a hand-edited index: the next free ones');
+});
+
 t.test('refused packages leave nothing behind', async (t) => {
   const dir = dataDir();
   const store = openStore(dir);

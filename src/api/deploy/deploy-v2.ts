@@ -5,6 +5,8 @@
 // requester (`req.notify`), errors as RequestError with Kura's texts. Downloads, installs and
 // uninstalls run on the deployment service's one job queue, so they show in REST
 // `GET /services/deploy/v2/_jobs` too (src/api/deploy/rest.ts), and never hold up a reply.
+// `GET/bundles` lists the daemon as bundle 0 beside each package's plug-in, which EXEC/start/<id>
+// and EXEC/stop/<id> start and stop (docs/packages.md "Bundles").
 //
 // Where gatewayd differs from Kura (COMPATIBILITY.md): packages go to `<dataDir>/downloads`, system
 // updates (shell scripts) and deployment hooks (`request.type`) are refused with 400, a broken
@@ -20,6 +22,7 @@ import type { KuraMetric, MetricType } from '../../core/metrics.js';
 import type { DeploymentService } from '../../deploy/service.js';
 import { QueueFullError, type Job } from '../../deploy/jobs.js';
 import type { Logger } from '../../log.js';
+import { VERSION } from '../../version.js';
 
 export const DEPLOY_V2 = 'DEPLOY-V2';
 
@@ -115,10 +118,30 @@ export function deployV2Family(deploy: DeploymentService, log: Logger): Family {
     return `${XML}<packages>${pkgs.join('')}</packages>`;
   }
 
+  // Kapua's KuraBundles reads `<bundles>` with one `<bundle>` per bundle (name, version, id, state)
+  // and fails on a list without one; bundle 0, the daemon itself, is always there.
   function bundlesXml(): string {
-    const active = new Set(deploy.activePackages());
-    const list = deploy.list().map((p, i) => `<bundle>${element('name', p.name)}${element('version', p.version)}<id>${i + 1}</id><state>${active.has(p.name) ? 'ACTIVE' : 'RESOLVED'}</state></bundle>`);
+    const list = deploy.bundles(VERSION).map((b) => `<bundle>${element('name', b.name)}${element('version', b.version)}<id>${b.id}</id><state>${b.state}</state></bundle>`);
     return `${XML}<bundles>${list.join('')}</bundles>`;
+  }
+
+  /** EXEC/start/<id> and EXEC/stop/<id>: a package's plug-in by bundle id (Kura: Bundle.start/stop). */
+  async function execStartStop(req: CoreRequest, start: boolean): Promise<undefined> {
+    const text = req.params.id;
+    // Kura: Long.valueOf of the resource; no id or another text is a bad request.
+    if (text === undefined || !/^[+-]?\d{1,19}$/.test(text)) throw new RequestError(400, `Bad request. ${text === undefined ? 'No bundle id' : `${JSON.stringify(text)} is no bundle id`}`);
+    const id = Number(text);
+    const bundle = deploy.bundles(VERSION).find((b) => b.id === id);
+    if (!bundle) throw new RequestError(404, `Not found. No bundle has the id ${text}`);
+    if (bundle.system) throw new RequestError(400, `Bad request. Bundle 0 is gatewayd itself (the system bundle): it cannot be started or stopped`);
+    try {
+      await deploy.setBundleStarted(bundle.name, start);
+    } catch (err) {
+      // Kura answers a BundleException as a bad request.
+      throw new RequestError(400, `Bad request. ${(err as Error).message}`);
+    }
+    log.info(`DEPLOY-V2 bundle ${start ? 'started' : 'stopped'}`, { id, package: bundle.name });
+    return undefined;
   }
 
   function getDownload(): PayloadReply {
@@ -277,6 +300,10 @@ export function deployV2Family(deploy: DeploymentService, log: Logger): Family {
       { method: 'GET', path: 'install', handler: getInstall },
       withParams('EXEC', 'download', execDownload),
       { method: 'DEL', path: 'download', handler: delDownload },
+      { method: 'EXEC', path: 'start', handler: (req) => execStartStop(req, true) },
+      { method: 'EXEC', path: 'start/:id', handler: (req) => execStartStop(req, true) },
+      { method: 'EXEC', path: 'stop', handler: (req) => execStartStop(req, false) },
+      { method: 'EXEC', path: 'stop/:id', handler: (req) => execStartStop(req, false) },
       withParams('EXEC', 'install', execInstall),
       withParams('EXEC', 'uninstall', execUninstall),
     ],
