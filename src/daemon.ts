@@ -29,6 +29,8 @@ import { mountDeployUpload } from './api/deploy/upload.js';
 import { ConfigurationService, type Loaded } from './configuration/service.js';
 import { listenerSettingsOf, listenerText, withListeners } from './configuration/listeners.js';
 import type { ListenerRefusal } from './configuration/store.js';
+import { KeystoreStore } from './keystores/store.js';
+import { keystoreUses, usedBy } from './keystores/references.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -52,6 +54,8 @@ export class Daemon {
   readonly assets: AssetRuntime;
   /** The MQTT applications (ASSET-V1, …); BIRTH's application_ids. Register more at any time. */
   readonly applications: MqttApplications;
+  /** The keystores of dataDir (docs/rest-api.md "keystores/v1"), read on first use. */
+  readonly keystores: KeystoreStore;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
   /** The runtime configuration (configuration/v2); set by start() when the daemon has a file. */
@@ -73,6 +77,7 @@ export class Daemon {
     this.http = new HttpServer(this.log, { ...DEFAULT_LIMITS, maxConnections: h['max.connections'], bodyTimeoutMs: h['body.timeout'], maxUnauthenticatedBodies: h['max.unauthenticated.bodies'] });
     this.assets = new AssetRuntime(new DriverPool(this.registry, this.log, opts.config.dataDir), this.log);
     this.applications = new MqttApplications();
+    this.keystores = new KeystoreStore(path.join(opts.config.dataDir, 'keystores'), this.log.child({ component: 'keystores' }));
   }
 
   /**
@@ -124,7 +129,8 @@ export class Daemon {
 
     // Every resource family, on REST and as MQTT applications.
     const system = { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }), listenersRefused: () => this.listenersRefused };
-    for (const family of families({ assets: this.assets, auth, http, system, configuration: this.configuration, deploy: deploy.service, log })) this.mount(family);
+    const keystores = { store: this.keystores, usedBy: (ks: string, alias: string) => usedBy(keystoreUses(this.config), ks, alias) };
+    for (const family of families({ assets: this.assets, auth, http, system, configuration: this.configuration, deploy: deploy.service, keystores, log })) this.mount(family);
 
     // Installed packages start (and register their drivers, providers and MQTT applications) before
     // the listeners accept; they may read the identity store, so its seeding is over first.

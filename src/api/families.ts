@@ -21,6 +21,7 @@ import { identityFamily } from './identity.js';
 import { configurationFamily } from './configuration.js';
 import { deployFamily } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
+import { keystoresMqttFamily, keystoresRestFamily, type KeystoreDeps } from './keystores.js';
 
 export interface FamilyDeps {
   assets: AssetService & { pollStatus(pid: string): PollStatus };
@@ -30,6 +31,7 @@ export interface FamilyDeps {
   /** The runtime configuration; undefined for a daemon built without a file (no configuration/v2). */
   configuration: ConfigurationService | undefined;
   deploy: DeploymentService;
+  keystores: KeystoreDeps;
   log: Logger;
 }
 
@@ -43,5 +45,7 @@ export function families(d: FamilyDeps): Family[] {
     ...(d.configuration ? [configurationFamily(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2
     deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
+    keystoresRestFamily(d.keystores), //         REST /services/keystores/v1
+    keystoresMqttFamily(d.keystores), //         MQTT KEYS-V1
   ];
 }

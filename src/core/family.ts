@@ -95,6 +95,8 @@ export interface CoreRequest {
    * texts (src/core/json.ts); `limit` bounds a REST body in bytes (413 beyond; default 1 MiB).
    */
   body(opts?: { exact?: boolean; limit?: number }): Promise<unknown>;
+  /** REST: the value of a query parameter (JAX-RS `@QueryParam`); absent over MQTT, which has none. */
+  query?(name: string): string | undefined;
   /** Publishes a NOTIFY about `resource` to the requester over MQTT; does nothing over REST. */
   notify(resource: string, message: Notification): void;
 }

@@ -6,7 +6,9 @@
 /** Nesting a certificate never needs (a Name is four levels, an extension about six). */
 export const MAX_DEPTH = 32;
 
-export class DerError extends Error {}
+export class DerError extends Error {
+  override readonly name = 'DerError';
+}
 
 export interface Tlv {
   /** The identifier octet (class, constructed bit, tag number below 31). */

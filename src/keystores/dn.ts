@@ -6,7 +6,9 @@
 
 import { DerError, TAG, children, content, expect, oid, readOid, sequence, set, tlv, type Tlv } from './der.js';
 
-export class DnError extends Error {}
+export class DnError extends Error {
+  override readonly name = 'DnError';
+}
 
 /** DN text bound; a Name of a few RDNs is a hundred characters. */
 export const MAX_DN_TEXT = 1024;
@@ -150,11 +152,14 @@ export function encodeDn(rdns: Ava[][]): Buffer {
   return sequence(
     ...[...rdns].reverse().map((rdn) =>
       set(
-        ...rdn.map((a) => {
-          const type = byOid(a.oid)?.type ?? 'utf8';
-          const tag = type === 'printable' ? TAG.PRINTABLE_STRING : type === 'ia5' ? TAG.IA5_STRING : TAG.UTF8_STRING;
-          return sequence(oid(a.oid), tlv(tag, Buffer.from(a.value, 'utf8')));
-        }),
+        // X.690 §11.6: the members of a SET OF in DER are in the order of their encodings.
+        ...rdn
+          .map((a) => {
+            const type = byOid(a.oid)?.type ?? 'utf8';
+            const tag = type === 'printable' ? TAG.PRINTABLE_STRING : type === 'ia5' ? TAG.IA5_STRING : TAG.UTF8_STRING;
+            return sequence(oid(a.oid), tlv(tag, Buffer.from(a.value, 'utf8')));
+          })
+          .sort(Buffer.compare),
       ),
     ),
   );

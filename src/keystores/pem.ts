@@ -2,7 +2,9 @@
 // fault: a block must end with its own label, the Base64 must be well-formed, and text outside the
 // blocks is allowed only as explanatory lines (RFC 7468 §2), never inside one.
 
-export class PemError extends Error {}
+export class PemError extends Error {
+  override readonly name = 'PemError';
+}
 
 export interface PemBlock {
   label: string;

@@ -8,7 +8,9 @@ import { bitString, explicit, nullValue, oid, sequence, smallInteger, time, tlv,
 import { dnFromText } from './dn.js';
 import { pemBlock } from './pem.js';
 
-export class SigningError extends Error {}
+export class SigningError extends Error {
+  override readonly name = 'SigningError';
+}
 
 interface SignatureAlgorithm {
   oid: string;

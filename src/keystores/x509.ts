@@ -10,7 +10,9 @@ import { DerError, children, content, readDer, readOid, type Tlv } from './der.j
 import { decodeName, rfc2253, subjectText } from './dn.js';
 import { PemError, parsePem, pemBlock } from './pem.js';
 
-export class CertificateError extends Error {}
+export class CertificateError extends Error {
+  override readonly name = 'CertificateError';
+}
 
 /** Java's names for the signature algorithms (X509Certificate.getSigAlgName). */
 const SIGNATURE_NAMES: Record<string, string> = {
