@@ -30,7 +30,8 @@ import { ConfigurationService, type Loaded } from './configuration/service.js';
 import { listenerSettingsOf, listenerText, withListeners } from './configuration/listeners.js';
 import type { ListenerRefusal } from './configuration/store.js';
 import { KeystoreStore } from './keystores/store.js';
-import { keystoreUses, usedBy } from './keystores/references.js';
+import { keystoreUses, usedBy, type ReadTls } from './keystores/references.js';
+import { keystoreTlsReader, rotateOnKeystoreChange } from './keystores/tls-source.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -56,6 +57,8 @@ export class Daemon {
   readonly applications: MqttApplications;
   /** The keystores of dataDir (docs/rest-api.md "keystores/v1"), read on first use. */
   readonly keystores: KeystoreStore;
+  /** Reads the TLS keys of http and mqtt: files, or keystore entries. */
+  private readonly readTls: ReadTls;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
   /** The runtime configuration (configuration/v2); set by start() when the daemon has a file. */
@@ -78,6 +81,7 @@ export class Daemon {
     this.assets = new AssetRuntime(new DriverPool(this.registry, this.log, opts.config.dataDir), this.log);
     this.applications = new MqttApplications();
     this.keystores = new KeystoreStore(path.join(opts.config.dataDir, 'keystores'), this.log.child({ component: 'keystores' }));
+    this.readTls = keystoreTlsReader(this.keystores);
   }
 
   /**
@@ -117,7 +121,9 @@ export class Daemon {
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
     const outbox = new Outbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
-    const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
+    const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log, readTls: this.readTls });
+    // Keystore entries named by the listeners and the broker connection take effect when they change.
+    rotateOnKeystoreChange({ store: this.keystores, read: this.readTls, config: () => this.config, http, mqtt, log });
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
     if (cfg.file) {
       const listeningPorts = () => http.listeners().map((l) => l.port);
@@ -157,7 +163,7 @@ export class Daemon {
   private async listen(): Promise<void> {
     const store = this.configuration?.store;
     try {
-      await openListeners(this.http, this.config.http, this.config.dataDir, this.log);
+      await openListeners(this.http, this.config.http, this.config.dataDir, this.log, this.readTls);
       store?.clearListenerRefusal();
       return;
     } catch (err) {
@@ -168,7 +174,7 @@ export class Daemon {
       this.log.error("runtime listener settings refused: their listeners could not open; opening the image file's instead", { properties: fallback.properties.join(','), error });
       this.config = withListeners(this.config, fallback.settings);
       await this.auth?.reconfigure(this.config);
-      await openListeners(this.http, this.config.http, this.config.dataDir, this.log);
+      await openListeners(this.http, this.config.http, this.config.dataDir, this.log, this.readTls);
       this.listenersRefused = { at: Date.now(), properties: fallback.properties, error, settings: refused };
       await store?.writeListenerRefusal(this.listenersRefused).catch((e) => this.log.warn('listener refusal not recorded', { error: (e as Error).message }));
     }

@@ -16,6 +16,7 @@ import { readCrl } from '../http/listen.js';
 import { validateRest } from '../auth/config.js';
 import type { Raw } from './model.js';
 import type { ConfigStore } from './store.js';
+import { isKeystoreReference } from '../keystores/references.js';
 
 /** The `http` keys that decide which listeners open, and with what. */
 export const LISTENER_KEYS = [...LISTENER_PORT_KEYS, 'https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl', 'bind.address'] as const;
@@ -44,7 +45,7 @@ export function listenerDifferences(a: ListenerSettings, b: ListenerSettings): s
 export function imageListeners(image: Raw, file: string): ListenerSettings {
   const base = path.dirname(path.resolve(file));
   const http = validateHttp(image.http, 'http', []);
-  for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl'] as const) if (http[k]) http[k] = path.resolve(base, http[k]);
+  for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl'] as const) if (http[k] && !isKeystoreReference(http[k])) http[k] = path.resolve(base, http[k]);
   return { http, allowedPorts: validateRest(isPlainObject(image.rest) ? image.rest : {}, 'rest', [])['allowed.ports'] };
 }
 
@@ -87,6 +88,8 @@ function checkKeystore(h: HttpConfig, p: Problem[]): void {
   const certFile = h['https.keystore.cert'];
   const keyFile = h['https.keystore.key'];
   if (!certFile || !keyFile) return; // the self-signed certificate of dataDir
+  // A keystore entry (docs/configuration.md "Certificates from a keystore") is the store's to check.
+  if (isKeystoreReference(certFile) || isKeystoreReference(keyFile)) return;
   const cert = readFor('http.https.keystore.cert', certFile, p, false);
   const key = readFor('http.https.keystore.key', keyFile, p, false);
   if (!cert || !key) return;
@@ -108,7 +111,7 @@ function checkKeystore(h: HttpConfig, p: Problem[]): void {
 
 function checkTruststore(h: HttpConfig, image: HttpConfig, p: Problem[]): void {
   const file = h['https.truststore'];
-  if (!file) return; // the client-auth ports stay closed, as for the image (a warning)
+  if (!file || isKeystoreReference(file)) return; // the client-auth ports stay closed, as for the image (a warning)
   const pem = readFor('http.https.truststore', file, p, file === image['https.truststore']);
   if (!pem) return;
   const blocks = pem.toString('latin1').match(CERT_BLOCK) ?? [];

@@ -48,3 +48,19 @@ export function keystoreUses(cfg: { http: object; mqtt: object }): ReferenceUse[
 export function usedBy(uses: readonly ReferenceUse[], keystore: string, alias: string): string | undefined {
   return uses.find((u) => u.ref.keystore === keystore && (u.ref.alias === undefined || u.ref.alias === alias))?.key;
 }
+
+/** Which half of a TLS identity a key asks for: a chain, a private key, or a trust list. */
+export type TlsPart = 'cert' | 'key' | 'ca';
+
+/** Reads a TLS key's value: a file's content, or the keystore entry it names. */
+export type ReadTls = (value: string, part: TlsPart) => Buffer;
+
+/**
+ * A key names a keystore entry that does not exist (yet): a device provisioned with references
+ * before its entries are made (docs/installation.md "Provisioning a fleet's certificates").
+ */
+export class KeystoreEntryMissing extends Error {
+  override readonly name = 'KeystoreEntryMissing';
+}
+
+export const isKeystoreReference = (value: string): boolean => value.startsWith(KEYSTORE_SCHEME);

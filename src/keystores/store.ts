@@ -4,8 +4,8 @@
 // certificate chain, leaf first, in one file (0600), so a power cut never separates a key from its
 // certificate: every file is written whole with src/store/atomic.ts.
 //
-// Private keys stay here: no method returns one except `tlsIdentity`, which hands a KeyObject to a
-// TLS context in this process; the DTOs (src/keystores/entries.ts) carry certificates only, and no
+// Private keys stay here: no method returns one except `tlsIdentity`, which hands it to a TLS
+// context in this process (src/keystores/tls-source.ts); the DTOs (src/keystores/entries.ts) carry certificates only, and no
 // error text or log line carries key material.
 
 import fs from 'node:fs';
@@ -174,10 +174,10 @@ export class KeystoreStore {
   }
 
   /** A private key entry as a TLS identity for this process's listeners and broker connection. */
-  tlsIdentity(keystore: string, alias: string): { key: KeyObject; cert: string } {
+  tlsIdentity(keystore: string, alias: string): { key: string; cert: string } {
     const e = this.entry(keystore, alias);
     if (e.kind !== 'private') throw new Error(`keystore entry ${keystore}/${alias} is a trusted certificate, not a private key entry`);
-    return { key: e.key, cert: e.chain.map((c) => c.pem).join('\n') + '\n' };
+    return { key: e.key.export({ type: 'pkcs8', format: 'pem' }) as string, cert: e.chain.map((c) => c.pem).join('\n') + '\n' };
   }
 
   /** The certificates of a keystore's trusted certificate entries (or of one entry), PEM, as a TLS trust list. */
