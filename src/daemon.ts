@@ -30,7 +30,7 @@ import { ConfigurationService, type Loaded } from './configuration/service.js';
 import { listenerSettingsOf, listenerText, withListeners } from './configuration/listeners.js';
 import type { ListenerRefusal } from './configuration/store.js';
 import { KeystoreStore } from './keystores/store.js';
-import { keystoreUses, usedBy, type ReadTls } from './keystores/references.js';
+import { keystoreUses, usedBy, type ReadTls } from './core/keystore-reference.js';
 import { keystoreTlsReader, rotateOnKeystoreChange } from './keystores/tls-source.js';
 
 export interface DaemonOptions {

@@ -16,7 +16,7 @@ import { readCrl } from '../http/listen.js';
 import { validateRest } from '../auth/config.js';
 import type { Raw } from './model.js';
 import type { ConfigStore } from './store.js';
-import { isKeystoreReference } from '../keystores/references.js';
+import { isKeystoreReference } from '../core/keystore-reference.js';
 
 /** The `http` keys that decide which listeners open, and with what. */
 export const LISTENER_KEYS = [...LISTENER_PORT_KEYS, 'https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl', 'bind.address'] as const;

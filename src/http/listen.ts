@@ -9,7 +9,7 @@ import type { Logger } from '../log.js';
 import type { HttpConfig } from './config.js';
 import { ensureSelfSigned } from './selfsigned.js';
 import type { HttpServer, ListenSpec, TlsMaterial } from './server.js';
-import { KeystoreEntryMissing, isKeystoreReference, type ReadTls } from '../keystores/references.js';
+import { KeystoreEntryMissing, isKeystoreReference, type ReadTls } from '../core/keystore-reference.js';
 
 // Loaded when a revocation list is configured (docs/installation.md "Start-up time").
 const tlsModule = lazyBuiltin<typeof tls>('node:tls');

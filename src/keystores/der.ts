@@ -1,6 +1,6 @@
-// A minimal ASN.1 DER reader and writer (ITU-T X.690 §8 and §10): only what certificates, names and
+// A minimal ASN.1 DER reader and writer (ITU-T X.690, sections 8 and 10): only what certificates, names and
 // certification requests need. The reader is bounded: it refuses a length past the end of its
-// input, an indefinite length (not DER, X.690 §10.1), a length of more than four octets, a tag of
+// input, an indefinite length (not DER, X.690 10.1), a length of more than four octets, a tag of
 // the high-tag-number form, and nesting deeper than MAX_DEPTH, each with the offset of the fault.
 
 /** Nesting a certificate never needs (a Name is four levels, an extension about six). */
@@ -54,7 +54,7 @@ export function readTlv(buf: Buffer, at: number, limit = buf.length): Tlv {
     if (p + n > limit) throw new DerError(`truncated length at offset ${at}`);
     len = 0;
     for (let i = 0; i < n; i++) len = len * 256 + buf[p + i];
-    // X.690 §10.1: the definite form in the fewest octets.
+    // X.690 10.1: the definite form in the fewest octets.
     if (len < 0x80 || buf[p] === 0) throw new DerError(`non-minimal length at offset ${at}`);
     p += n;
   }
@@ -141,7 +141,7 @@ export function oid(dotted: string): Buffer {
   return tlv(TAG.OID, Buffer.from(out));
 }
 
-/** A non-negative INTEGER from its big-endian magnitude (X.690 §8.3: minimal, sign bit clear). */
+/** A non-negative INTEGER from its big-endian magnitude (X.690 8.3: minimal, sign bit clear). */
 export function unsignedInteger(magnitude: Buffer): Buffer {
   let b = magnitude;
   while (b.length > 1 && b[0] === 0 && b[1] < 0x80) b = b.subarray(1);

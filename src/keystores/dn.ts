@@ -152,7 +152,7 @@ export function encodeDn(rdns: Ava[][]): Buffer {
   return sequence(
     ...[...rdns].reverse().map((rdn) =>
       set(
-        // X.690 §11.6: the members of a SET OF in DER are in the order of their encodings.
+        // X.690 11.6: the members of a SET OF in DER are in the order of their encodings.
         ...rdn
           .map((a) => {
             const type = byOid(a.oid)?.type ?? 'utf8';

@@ -7,11 +7,10 @@
 import fs from 'node:fs';
 import type { Logger } from '../log.js';
 import type { HttpConfig } from '../http/config.js';
-import type { MqttConfig } from '../mqtt/config.js';
 import { serverIdentity } from '../http/listen.js';
 import type { HttpServer } from '../http/server.js';
 import type { KeystoreStore } from './store.js';
-import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls } from './references.js';
+import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls } from '../core/keystore-reference.js';
 
 /** Reads a TLS key's value: a file, or the keystore entry a `keystore:` value names. */
 export function keystoreTlsReader(store: KeystoreStore): ReadTls {
@@ -38,7 +37,7 @@ export interface TlsUsers {
   store: KeystoreStore;
   read: ReadTls;
   /** The configuration in force (its http and mqtt sections, dataDir). */
-  config(): { http: HttpConfig; mqtt: MqttConfig; dataDir: string };
+  config(): { http: HttpConfig; mqtt: { enabled: boolean }; dataDir: string };
   http: Pick<HttpServer, 'setTlsIdentity' | 'listeners'>;
   mqtt: { reconnect(reason: string): Promise<void> };
   log: Logger;

@@ -28,7 +28,7 @@ import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './k
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
 import type { Outbox } from './outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
-import type { ReadTls } from '../keystores/references.js';
+import type { ReadTls } from '../core/keystore-reference.js';
 import { MetricNames, encodeTelemetry, type Telemetry } from './telemetry.js';
 
 export interface MqttServiceOptions {

@@ -8,12 +8,11 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { startDaemon } from '../helpers/daemon.js';
 import { haveOpenssl, makePki } from '../helpers/certs.js';
-import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
+import { freePort, mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { Requester, until } from '../helpers/mqtt-fixture.js';
 import { encodeKuraPayload, decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
 
@@ -104,24 +103,26 @@ t.test('HTTPS from a keystore entry, rotated without a restart', { skip: skipTls
 });
 
 t.test('MQTT client identity from a keystore entry, rotated without a restart', { skip: mosquittoSkip().skip ?? skipTls }, async (t) => {
-  // The broker names each client by its certificate's subject; its log file is written line by line.
-  const brokerLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-rot-log-')), 'mosquitto.log');
-  const broker = await startMosquitto({ tls: true, conf: ['log_type notice', `log_dest file ${brokerLog}`] });
+  // A TLS listener that requires a client certificate from the test CA and names each client by
+  // its certificate's subject (use_identity_as_username), logging to a file line by line.
+  const pki = makePki();
+  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
+  const brokerLog = path.join(pki.dir, 'mosquitto.log');
+  const tlsPort = await freePort();
+  const broker = await startMosquitto({
+    conf: ['log_type notice', `log_dest file ${brokerLog}`, `listener ${tlsPort} 127.0.0.1`, `cafile ${pki.caCert}`, `certfile ${pki.serverCert}`, `keyfile ${pki.serverKey}`, 'require_certificate true', 'use_identity_as_username true'],
+  });
   t.teardown(() => broker.close());
-  // A listener option: it goes after the TLS listener's lines.
-  fs.appendFileSync(path.join(broker.dir, 'mosquitto.conf'), 'use_identity_as_username true\n');
-  await broker.restart();
-  t.teardown(() => fs.rmSync(path.dirname(brokerLog), { recursive: true, force: true }));
   const brokerSaw = (cn: string) => (fs.existsSync(brokerLog) ? fs.readFileSync(brokerLog, 'utf8') : '').includes(`u'${cn}'`);
-  const certs = broker.certs!;
-  const caKey = path.join(broker.dir, 'ca.key');
+  const certs = { ca: pki.caCert };
+  const caKey = pki.caKey;
   const DEVICE = 'gw-rot';
   const d = await startDaemon(t, {
     rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },
     identities,
     mqtt: {
       enabled: true,
-      'broker-url': `mqtts://127.0.0.1:${broker.tlsPort}`,
+      'broker-url': `mqtts://127.0.0.1:${tlsPort}`,
       'client-id': DEVICE,
       'topic.context.account-name': 'acct',
       'tls.ca': 'keystore:SSLKeystore/broker-ca',
@@ -142,7 +143,7 @@ t.test('MQTT client identity from a keystore entry, rotated without a restart', 
   await d.waitForLog(/mqtt reconnecting".* reason="keystore entry SSLKeystore\/device changed"/);
   const issue = async (cn: string) => {
     r = await api('/entries/csr', { keystoreServicePid: 'SSLKeystore', alias: 'device', signatureAlgorithm: 'SHA256withRSA', attributes: `CN=${cn}` });
-    const leaf = signCsr(certs.ca, caKey, broker.dir, r.json().signingRequest, cn, 'extendedKeyUsage=clientAuth\n');
+    const leaf = signCsr(certs.ca, caKey, pki.dir, r.json().signingRequest, cn, 'extendedKeyUsage=clientAuth\n');
     r = await api('/entries/privatekey', { keystoreServicePid: 'SSLKeystore', alias: 'device', certificateChain: [leaf] });
     t.equal(r.status, 204, r.body);
   };
