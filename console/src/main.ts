@@ -8,6 +8,7 @@ import { assetsView } from './views/assets';
 import { packagesView } from './views/packages';
 import { identitiesView } from './views/identities';
 import { configView } from './views/config';
+import { certificatesView } from './views/certificates';
 
 export interface Identity {
   name: string;
@@ -24,6 +25,7 @@ const VIEWS: { path: string; title: string; permission: string; render: View }[]
   { path: 'config', title: 'Configuration', permission: 'rest.configuration', render: configView },
   { path: 'packages', title: 'Packages', permission: 'rest.deploy', render: packagesView },
   { path: 'identities', title: 'Identities', permission: 'rest.identity', render: identitiesView },
+  { path: 'certificates', title: 'Certificates', permission: 'rest.keystores', render: certificatesView },
 ];
 
 const app = document.getElementById('app')!;
