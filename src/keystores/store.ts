@@ -251,7 +251,7 @@ function entryOfFile(text: string): Entry {
   const blocks = parsePem(text, MAX_CHAIN + 1);
   const keys = blocks.filter((b) => b.label === 'PRIVATE KEY');
   const certs = blocks.filter((b) => b.label === 'CERTIFICATE').map((b) => parseCertificate(b.der));
-  if (keys.length + certs.length !== blocks.length || certs.length === 0 || keys.length > 1) throw new Error('not a keystore entry file (a PRIVATE KEY block and certificates, or one certificate)');
+  if (keys.length + certs.length !== blocks.length || certs.length === 0 || keys.length > 1) throw new Error('not a keystore entry file (a PKCS#8 key and its certificates, or one certificate)');
   if (keys.length === 0) {
     if (certs.length !== 1) throw new Error('a trusted certificate file holds one certificate');
     return { kind: 'trusted', cert: certs[0] };

@@ -171,3 +171,51 @@ t.test('keystores/v1: key pair, CSR, chain from a CA, trusted certificate, delet
   for (const line of keyB64) t.notOk(seen.includes(line), 'no line of the key');
   t.match(d.logs.join('\n'), /msg="keystore entry written" component=keystores keystore=SSLKeystore alias=device type=PRIVATE_KEY/);
 });
+
+t.test('keystores/v1 bounds under parallel clients: 64 entries, 64-character aliases, 10-certificate chains', opensslSkip, async (t) => {
+  const pki = makePki();
+  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
+  const d = await startDaemon(t, config);
+  const ca = fs.readFileSync(pki.caCert, 'utf8');
+  const add = (alias: string, who = KS) => d.request(`${BASE}/entries/certificate`, { method: 'POST', headers: who, body: { keystoreServicePid: 'HttpsKeystore', alias, certificate: ca } });
+
+  // The longest alias, and one past it.
+  t.equal((await add('a'.repeat(64))).status, 204, '64 characters');
+  const long = await add('a'.repeat(65));
+  t.equal(long.status, 400, '65 characters');
+  t.match(long.json().message, /1 to 64 letters/);
+
+  // 63 more from two identities at once, some aliases sent twice (a replacement, not a new entry).
+  const aliases = Array.from({ length: 63 }, (_, i) => `ca-${i}`);
+  const results = await Promise.all([...aliases, 'ca-1', 'ca-2', 'ca-3'].map((a, i) => add(a, i % 2 ? KS : ADMIN)));
+  t.same([...new Set(results.map((r) => r.status))], [204], 'every write answered 204');
+  const info = (await d.request(BASE, { headers: KS })).json();
+  t.same(info.find((k: any) => k.keystoreServicePid === 'HttpsKeystore'), { keystoreServicePid: 'HttpsKeystore', type: 'PEM', size: 64 }, 'the most a keystore holds');
+  const past = await add('one-too-many');
+  t.equal(past.status, 400);
+  t.equal(past.json().message, 'keystore HttpsKeystore holds 64 entries, the most it may: delete one first');
+  t.equal((await add('ca-5')).status, 204, 'replacing an entry of a full keystore is allowed');
+  t.equal(fs.readdirSync(path.join(d.dataDir, 'keystores', 'HttpsKeystore')).filter((f) => f.endsWith('.pem')).length, 64, '64 files, no temporary file left');
+  t.equal(fs.readdirSync(path.join(d.dataDir, 'keystores', 'HttpsKeystore')).length, 64);
+
+  // Chains: 10 certificates is the bound, 11 is refused before anything is checked.
+  let r = await d.request(`${BASE}/entries/keypair`, { method: 'POST', headers: KS, body: { keystoreServicePid: 'SSLKeystore', alias: 'k', algorithm: 'EC', size: 256, signatureAlgorithm: 'SHA256withECDSA', attributes: 'CN=k' } });
+  t.equal(r.status, 204);
+  r = await d.request(`${BASE}/entries/privatekey`, { method: 'POST', headers: KS, body: { keystoreServicePid: 'SSLKeystore', alias: 'k', certificateChain: Array(11).fill(ca) } });
+  t.equal(r.status, 400);
+  t.match(r.json().message, /1 to 10 PEM certificates are required/);
+  r = await d.request(`${BASE}/entries/privatekey`, { method: 'POST', headers: KS, body: { keystoreServicePid: 'SSLKeystore', alias: 'k', certificateChain: Array(10).fill(ca) } });
+  t.equal(r.status, 400);
+  t.match(r.json().message, /does not certify the key of entry k/, '10 are read, then checked');
+
+  // Parallel key pair generation on one alias: one entry, whose certificate is one of them.
+  const gen = await Promise.all(['CN=one', 'CN=two', 'CN=three'].map((dn) => d.request(`${BASE}/entries/keypair`, { method: 'POST', headers: KS, body: { keystoreServicePid: 'SSLKeystore', alias: 'k', algorithm: 'EC', size: 256, signatureAlgorithm: 'SHA256withECDSA', attributes: dn } })));
+  t.same(gen.map((x) => x.status), [204, 204, 204]);
+  const e = (await d.request(`${BASE}/entries/entry?keystoreServicePid=SSLKeystore&alias=k`, { headers: KS })).json();
+  t.ok(['CN=one', 'CN=two', 'CN=three'].includes(e.subjectDN), e.subjectDN);
+  const text = fs.readFileSync(path.join(d.dataDir, 'keystores', 'SSLKeystore', 'k.pem'), 'utf8');
+  t.equal(text.match(/BEGIN PRIVATE KEY/g)?.length, 1, 'one key in the file');
+  t.match(execFileSync('openssl', ['x509', '-noout', '-subject', '-nameopt', 'RFC2253'], { input: text, encoding: 'utf8' }), `subject=${e.subjectDN.replace(', ', ',')}`);
+  t.match(execFileSync('openssl', ['pkey', '-noout', '-text'], { input: text, encoding: 'utf8' }), /Private-Key: \(256 bit/, 'openssl reads the key file');
+});
+
