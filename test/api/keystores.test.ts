@@ -149,6 +149,11 @@ t.test('keystores/v1: key pair, CSR, chain from a CA, trusted certificate, delet
   }
   r = await d.request(`${BASE}/entries`);
   t.equal(r.status, 401, 'anonymous');
+  // A page on another origin, with the administrator's credentials: refused before anything happens.
+  r = await d.request(`${BASE}/entries`, { method: 'DELETE', headers: { ...ADMIN, origin: 'https://evil.example', 'content-type': 'application/json' }, body: JSON.stringify({ keystoreServicePid: 'SSLKeystore', alias: 'fleet-ca' }) });
+  t.equal(r.status, 403);
+  t.equal(r.json().message, 'Cross-site request refused');
+  t.ok(fs.existsSync(path.join(d.dataDir, 'keystores', 'SSLKeystore', 'fleet-ca.pem')), 'nothing deleted');
 
   // Survives a restart; then delete.
   await d.stop();

@@ -47,6 +47,18 @@ function handshake(port: number, ca?: string): Promise<{ subject: string; author
   });
 }
 
+/** Whether a client-auth listener completes a handshake with this client certificate. */
+function clientHandshake(port: number, c: { cert: string; key: string }): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: fs.readFileSync(c.cert), key: fs.readFileSync(c.key), rejectUnauthorized: false });
+    // TLS 1.3 reports the server's refusal of a client certificate after the handshake, on the first read.
+    s.once('secureConnect', () => s.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n'));
+    s.once('data', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+    s.once('close', () => resolve(false));
+  });
+}
+
 t.test('HTTPS from a keystore entry, rotated without a restart', { skip: skipTls }, async (t) => {
   const pki = makePki();
   t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
@@ -93,12 +105,28 @@ t.test('HTTPS from a keystore entry, rotated without a restart', { skip: skipTls
   t.notOk(before.authorized, 'the connection opened before keeps its certificate');
   before.destroy();
 
-  // Restarted, the entry is served from the start.
+  // The CA as a trusted entry: the client-auth truststore of the next start is the keystore's.
+  r = await api('/entries/certificate', { keystoreServicePid: 'HttpsKeystore', alias: 'clients-ca', certificate: ca });
+  t.equal(r.status, 204);
+
+  // Restarted, the entry is served from the start, and client certificates chain to the keystore.
   await d.stop();
-  const d2 = await startDaemon(t, { rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 }, identities, http: { 'https.keystore.cert': ref, 'https.keystore.key': ref, 'https.ports': [port] } }, { dir: d.dir });
+  const clientAuthPort = await freePort();
+  const d2 = await startDaemon(t, { rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 }, identities, http: { 'https.keystore.cert': ref, 'https.keystore.key': ref, 'https.truststore': 'keystore:HttpsKeystore', 'https.ports': [port], 'https.client.auth.ports': [clientAuthPort] } }, { dir: d.dir });
   t.teardown(() => d2.stop());
   h = await handshake(port, ca);
   t.same([h.subject, h.authorized], ['localhost', true], 'after a restart');
+  const trusted = pki.client('admin');
+  const other = pki.client('admin', { untrusted: true });
+  t.equal(await clientHandshake(clientAuthPort, trusted), true, 'a client certificate of the CA in the keystore is accepted');
+  t.equal(await clientHandshake(clientAuthPort, other), false, 'one of another CA is not');
+  // Adding that CA to the keystore lets its clients in, without a restart.
+  r = await d2.request('/services/keystores/v1/entries/certificate', { method: 'POST', headers: ADMIN, body: { keystoreServicePid: 'HttpsKeystore', alias: 'other-ca', certificate: fs.readFileSync(path.join(pki.dir, 'other-ca.pem'), 'utf8') } });
+  t.equal(r.status, 204);
+  t.equal(await clientHandshake(clientAuthPort, other), true, 'accepted once its CA is in the keystore');
+  r = await d2.request('/services/keystores/v1/entries', { method: 'DELETE', headers: ADMIN, body: { keystoreServicePid: 'HttpsKeystore', alias: 'other-ca' } });
+  t.equal(r.status, 204);
+  t.equal(await clientHandshake(clientAuthPort, other), false, 'refused again once it is deleted');
   t.notMatch([...d.logs, ...d2.logs].join('\n'), /PRIVATE KEY/);
 });
 
