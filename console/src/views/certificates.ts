@@ -47,7 +47,7 @@ export function certificatesView(root: HTMLElement, _args: string[], me: Identit
       const entries = (await Promise.all(stores.map((s) => get<Entry[]>(`${K}/entries?keystoreServicePid=${encodeURIComponent(s.keystoreServicePid)}`)))).flat();
       const now = Date.now();
       replace(list, entries.length === 0 ? h('p', { class: 'empty' }, 'No certificates: the keystores are empty.') : table(
-        ['Keystore', 'Alias', 'Kind', 'Subject', 'Issuer', 'Expires', 'Key'],
+        ['Keystore', 'Alias', 'Kind', 'Subject', 'Issuer', 'Expires', 'Algorithm'],
         entries.map((e) => h('tr', null,
           h('td', null, e.keystoreServicePid),
           h('th', { scope: 'row' }, e.alias),
