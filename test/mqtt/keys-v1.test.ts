@@ -108,6 +108,22 @@ t.test('KEYS-V1, Kapua-shaped', { skip }, async (t) => {
   t.equal(r.code, 400);
   t.match(r.message, /expected request format/);
 
+  // Hostile bodies: not JSON, not an object, a certificate past the bound: 400 with the reason.
+  const raw = async (methodResource: string, body: Buffer) => {
+    const rid = `-${Date.now()}${++n}`;
+    await kapua.client.publish(`$EDC/acct/${DEVICE}/KEYS-V1/${methodResource}`, encodeKuraPayload({ metrics: [{ name: 'requester.client.id', type: 'STRING', value: kapua.id }, { name: 'request.id', type: 'STRING', value: rid }], body }), { qos: 0 });
+    await until(() => kapua.replies.has(rid), 15_000, 'reply');
+    const dec = decodeKuraPayload(kapua.replies.get(rid)!.payload);
+    if (!dec.ok) throw new Error(dec.error);
+    return { code: dec.value.metrics.find((m) => m.name === 'response.code')?.value, message: String(dec.value.metrics.find((m) => m.name === 'response.exception.message')?.value) };
+  };
+  let bad = await raw('POST/keystores/entries/certificate', Buffer.from('{"keystoreServicePid": '));
+  t.equal(bad.code, 400, `not JSON: ${bad.message}`);
+  bad = await raw('POST/keystores/entries/certificate', Buffer.from('["SSLKeystore"]'));
+  t.same([bad.code, bad.message], [400, 'Bad request, expected request format: {"keystoreServicePid": "MyKeystoreName", "alias": "MyAlias", "type": "TrustedCertificate", "certificate": "..."}']);
+  bad = await raw('POST/keystores/entries/certificate', Buffer.from(JSON.stringify({ keystoreServicePid: 'SSLKeystore', alias: 'big', certificate: 'A'.repeat(200_000) })));
+  t.same([bad.code, bad.message], [400, 'Bad request. certificate: longer than 65536 characters']);
+
   // Job step "Keystore Item Delete" (KuraKeystoreItemQuery body on DEL).
   r = await ask('DEL/keystores/entries', { keystoreServicePid: 'HttpsKeystore', alias: 'peer' });
   t.same([r.code, r.body], [200, '']);
