@@ -2,10 +2,11 @@
 // test/daemon/cli.test.ts and `make bench`'s footprint row.
 //
 // 256 KiB held until configuration/v2, CONF-V2, DEPLOY-V2, system/v1, the console's server side and
-// the field I/O options were added (issues 14-18); after 10 KB of savings in the build (build/shims/
-// bl.cjs, build/mqtt311.mjs) the product no longer fits, and the limit was raised to 320 KiB.
-// The trust-boundary checks (cross-site refusal, listener checks and fallback, reserved properties,
-// secrets bound to their endpoint, time maxima, deploy queue bounds) took it to 322 KB; the limit is
-// now 400 KiB, which leaves room for the management applications a Kapua-managed device needs and
-// for Sparkplug. The aim is still lower: a change that grows the bundle says so, with the figure.
-export const BUNDLE_LIMIT = 400 * 1024;
+// the field I/O options were added; after 10 KB of savings in the build (build/shims/bl.cjs,
+// build/mqtt311.mjs) the limit was raised to 320 KiB, and to 400 KiB with the trust-boundary checks
+// (322 KB). The management applications a Kapua-managed device needs took it past that: CONF-V1 and
+// its XML reader and writer (about 27 KB), the keystores with their DER, X.509 and CSR code (about
+// 28 KB), the inventory and bundles (8 KB), the remote command (9 KB) and the commissioning tools
+// (13 KB), about 423 KB in all. The limit is now 448 KiB, which leaves room for Sparkplug's edge
+// node; the aim is still lower: a change that grows the bundle says so, with the figure.
+export const BUNDLE_LIMIT = 448 * 1024;

@@ -30,6 +30,9 @@ import { mountDeployUpload } from './api/deploy/upload.js';
 import { ConfigurationService, type Loaded } from './configuration/service.js';
 import { openListenersInForce } from './configuration/listeners.js';
 import type { ListenerRefusal } from './configuration/store.js';
+import { KeystoreStore } from './keystores/store.js';
+import { keystoreUses, usedBy, type ReadTls } from './core/keystore-reference.js';
+import { keystoreTlsReader, rotateOnKeystoreChange } from './keystores/tls-source.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -53,6 +56,10 @@ export class Daemon {
   readonly assets: AssetRuntime;
   /** The MQTT applications (ASSET-V1, …); BIRTH's application_ids. Register more at any time. */
   readonly applications: MqttApplications;
+  /** The keystores of dataDir (docs/rest-api.md "keystores/v1"), read on first use. */
+  readonly keystores: KeystoreStore;
+  /** Reads the TLS keys of http and mqtt: files, or keystore entries. */
+  private readonly readTls: ReadTls;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
   /** The runtime configuration (configuration/v2); set by start() when the daemon has a file. */
@@ -73,6 +80,8 @@ export class Daemon {
     this.http = new HttpServer(this.log, serverLimitsOf(opts.config.http));
     this.assets = new AssetRuntime(new DriverPool(this.registry, this.log, opts.config.dataDir), this.log);
     this.applications = new MqttApplications();
+    this.keystores = new KeystoreStore(path.join(opts.config.dataDir, 'keystores'), this.log.child({ component: 'keystores' }));
+    this.readTls = keystoreTlsReader(this.keystores);
   }
 
   /**
@@ -117,7 +126,9 @@ export class Daemon {
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
     const outbox = new TelemetryOutbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
-    const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log });
+    const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log, readTls: this.readTls });
+    // Keystore entries named by the listeners and the broker connection take effect when they change.
+    rotateOnKeystoreChange({ store: this.keystores, read: this.readTls, config: () => this.config, http, mqtt, log });
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
     if (cfg.file) {
       const listeningPorts = () => http.listeners().map((l) => l.port);
@@ -129,7 +140,8 @@ export class Daemon {
 
     // Every resource family, on REST and as MQTT applications.
     const system = { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }), listenersRefused: () => this.listenersRefused };
-    for (const family of families({ assets: this.assets, auth, http, system, configuration: this.configuration, deploy: deploy.service, log })) this.mount(family);
+    const keystores = { store: this.keystores, usedBy: (ks: string, alias: string) => usedBy(keystoreUses(this.config), ks, alias) };
+    for (const family of families({ assets: this.assets, auth, http, system, configuration: this.configuration, deploy: deploy.service, keystores, log })) this.mount(family);
 
     // Installed packages start (and register their drivers, providers and MQTT applications) before
     // the listeners accept; they may read the identity store, so its seeding is over first.
@@ -156,6 +168,7 @@ export class Daemon {
       log: this.log,
       fallback: () => configuration?.listenerFallback(),
       store: configuration?.store,
+      readTls: this.readTls,
       adopt: async (config) => {
         this.config = config;
         await this.auth?.reconfigure(config);

@@ -9,6 +9,7 @@ import { packagesView } from './views/packages';
 import { identitiesView } from './views/identities';
 import { configView } from './views/config';
 import { allowed, type Identity, type View } from './views/common';
+import { certificatesView } from './views/certificates';
 
 
 const VIEWS: { path: string; title: string; permission: string; render: View }[] = [
@@ -17,6 +18,7 @@ const VIEWS: { path: string; title: string; permission: string; render: View }[]
   { path: 'config', title: 'Configuration', permission: 'rest.configuration', render: configView },
   { path: 'packages', title: 'Packages', permission: 'rest.deploy', render: packagesView },
   { path: 'identities', title: 'Identities', permission: 'rest.identity', render: identitiesView },
+  { path: 'certificates', title: 'Certificates', permission: 'rest.keystores', render: certificatesView },
 ];
 
 const app = document.getElementById('app')!;

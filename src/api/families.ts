@@ -24,6 +24,7 @@ import { deployFamily } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
 import { commandFamily } from './cmd-v1.js';
 import { inventoryFamilies } from './inventory.js';
+import { keystoresMqttFamily, keystoresRestFamily, type KeystoreDeps } from './keystores.js';
 
 export interface FamilyDeps {
   assets: AssetService & { pollStatus(pid: string): PollStatus };
@@ -33,6 +34,7 @@ export interface FamilyDeps {
   /** The runtime configuration; undefined for a daemon built without a file (no configuration/v2). */
   configuration: ConfigurationService | undefined;
   deploy: DeploymentService;
+  keystores: KeystoreDeps;
   log: Logger;
 }
 
@@ -48,5 +50,7 @@ export function families(d: FamilyDeps): Family[] {
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
     commandFamily(d.system.config, d.log), //     MQTT CMD-V1, while command.enabled
     ...inventoryFamilies(d.deploy, d.log), //    REST /services/inventory/v1, MQTT INVENTORY-V1
+    keystoresRestFamily(d.keystores), //         REST /services/keystores/v1
+    keystoresMqttFamily(d.keystores), //         MQTT KEYS-V1
   ];
 }

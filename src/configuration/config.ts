@@ -71,7 +71,8 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   const known = ['dataDir', 'log.level', 'configuration.snapshots.max', 'configuration.snapshots.max.bytes', 'http', 'rest', 'console', 'identities', 'deploy', 'drivers', 'assets', 'mqtt', 'command'];
   for (const k of Object.keys(obj)) if (!known.includes(k)) unknownKey(p, k, k, known);
 
-  const resolve = (f: string) => (f === '' ? '' : path.resolve(baseDir, f));
+  // A keystore entry (`keystore:<name>/<alias>`, docs/configuration.md "Certificates from a keystore") is no path.
+  const resolve = (f: string) => (f === '' || f.startsWith('keystore:') ? f : path.resolve(baseDir, f));
   const dataDir = resolve(obj.dataDir === undefined ? '/var/lib/gatewayd' : str({ nonEmpty: true })(obj.dataDir, 'dataDir', p));
   const top = validateDaemon(
     { 'log.level': obj['log.level'], 'configuration.snapshots.max': obj['configuration.snapshots.max'], 'configuration.snapshots.max.bytes': obj['configuration.snapshots.max.bytes'] },

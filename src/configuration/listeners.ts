@@ -18,6 +18,7 @@ import type { Logger } from '../log.js';
 import { validateRest } from '../auth/config.js';
 import type { Raw } from './model.js';
 import type { ConfigStore, ListenerRefusal } from './store.js';
+import { isKeystoreReference, type ReadTls } from '../core/keystore-reference.js';
 
 /** The `http` keys that decide which listeners open, and with what. */
 export const LISTENER_KEYS = [...LISTENER_PORT_KEYS, 'https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl', 'bind.address'] as const;
@@ -46,7 +47,7 @@ export function listenerDifferences(a: ListenerSettings, b: ListenerSettings): s
 export function imageListeners(image: Raw, file: string): ListenerSettings {
   const base = path.dirname(path.resolve(file));
   const http = validateHttp(image.http, 'http', []);
-  for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl'] as const) if (http[k]) http[k] = path.resolve(base, http[k]);
+  for (const k of ['https.keystore.cert', 'https.keystore.key', 'https.truststore', 'https.truststore.crl'] as const) if (http[k] && !isKeystoreReference(http[k])) http[k] = path.resolve(base, http[k]);
   return { http, allowedPorts: validateRest(isPlainObject(image.rest) ? image.rest : {}, 'rest', [])['allowed.ports'] };
 }
 
@@ -66,6 +67,8 @@ export interface ListenerStart {
   store: ConfigStore | undefined;
   /** Takes over the configuration with the image's listener settings, before they open. */
   adopt(config: Config): Promise<void>;
+  /** Reads the TLS material: files, or keystore entries (docs/configuration.md "Certificates from a keystore"); default: files. */
+  readTls?: ReadTls;
 }
 
 /**
@@ -76,7 +79,7 @@ export interface ListenerStart {
  */
 export async function openListenersInForce(server: HttpServer, config: Config, o: ListenerStart): Promise<ListenerRefusal | undefined> {
   try {
-    await openListeners(server, config.http, config.dataDir, o.log);
+    await openListeners(server, config.http, config.dataDir, o.log, o.readTls);
     o.store?.clearListenerRefusal();
     return undefined;
   } catch (e) {
@@ -86,7 +89,7 @@ export async function openListenersInForce(server: HttpServer, config: Config, o
     o.log.error("runtime listener settings refused: their listeners could not open; opening the image file's instead", { properties: fallback.properties.join(','), error });
     const image = withListeners(config, fallback.settings);
     await o.adopt(image);
-    await openListeners(server, image.http, image.dataDir, o.log);
+    await openListeners(server, image.http, image.dataDir, o.log, o.readTls);
     const refusal = { at: Date.now(), properties: fallback.properties, error, settings: listenerText(listenerSettingsOf(config)) };
     await o.store?.writeListenerRefusal(refusal).catch((w) => o.log.warn('listener refusal not recorded', { error: (w as Error).message }));
     return refusal;
@@ -125,6 +128,8 @@ function checkKeystore(h: HttpConfig, p: Problem[]): void {
   const certFile = h['https.keystore.cert'];
   const keyFile = h['https.keystore.key'];
   if (!certFile || !keyFile) return; // the self-signed certificate of dataDir
+  // A keystore entry (docs/configuration.md "Certificates from a keystore") is the store's to check.
+  if (isKeystoreReference(certFile) || isKeystoreReference(keyFile)) return;
   const cert = readFor('http.https.keystore.cert', certFile, p, false);
   const key = readFor('http.https.keystore.key', keyFile, p, false);
   if (!cert || !key) return;
@@ -146,7 +151,7 @@ function checkKeystore(h: HttpConfig, p: Problem[]): void {
 
 function checkTruststore(h: HttpConfig, image: HttpConfig, p: Problem[]): void {
   const file = h['https.truststore'];
-  if (!file) return; // the client-auth ports stay closed, as for the image (a warning)
+  if (!file || isKeystoreReference(file)) return; // the client-auth ports stay closed, as for the image (a warning)
   const pem = readFor('http.https.truststore', file, p, file === image['https.truststore']);
   if (!pem) return;
   const blocks = pem.toString('latin1').match(CERT_BLOCK) ?? [];

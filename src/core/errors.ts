@@ -79,8 +79,9 @@ export function mqttError(style: ErrorStyle, err: RequestError): { code: number;
   if (style === 'message') return { code: err.status, message: err.detail, replyTooLarge };
   if (style === 'native') {
     if (err.detail === undefined) return { code: err.status, replyTooLarge };
-    // KuraException BAD_REQUEST reads `Bad request. {0}`; we name the problem instead of `{0}`.
-    const message = err.status === 400 && !err.detail.startsWith('Bad request.') ? `Bad request. ${err.detail}` : err.detail;
+    // KuraException BAD_REQUEST reads `Bad request. {0}`; we name the problem instead of `{0}`
+    // (a detail that already says so, as the REST format texts do, is kept as it is).
+    const message = err.status === 400 && !/^Bad request[.,]/.test(err.detail) ? `Bad request. ${err.detail}` : err.detail;
     return { code: err.status, message, replyTooLarge };
   }
   const message = isKapuaCode(err.status) ? undefined : err.detail;

@@ -104,6 +104,8 @@ export interface CoreRequest {
    * undefined over REST and when the request has no body.
    */
   readonly payload?: Buffer;
+  /** REST: the value of a query parameter (JAX-RS `@QueryParam`); absent over MQTT, which has none. */
+  query?(name: string): string | undefined;
   /** Publishes a NOTIFY about `resource` to the requester over MQTT; does nothing over REST. */
   notify(resource: string, message: Notification): void;
 }

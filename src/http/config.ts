@@ -57,11 +57,11 @@ export function checkHttp(h: HttpConfig, p: Problem[]): void {
   }
   const needTls = h['https.ports'].length + h['https.client.auth.ports'].length > 0;
   for (const k of ['https.keystore.cert', 'https.keystore.key'] as const) {
-    if (needTls && h[k] !== '' && !fs.existsSync(h[k])) warning(p, `http.${k}`, `file not found: ${h[k]}`);
+    if (needTls && h[k] !== '' && !h[k].startsWith('keystore:') && !fs.existsSync(h[k])) warning(p, `http.${k}`, `file not found: ${h[k]}`);
   }
   if (h['https.client.auth.ports'].length > 0) {
     if (h['https.truststore'] === '') warning(p, 'http.https.truststore', 'not set: client-auth ports will not be opened');
-    else if (!fs.existsSync(h['https.truststore'])) warning(p, 'http.https.truststore', `file not found: ${h['https.truststore']}: client-auth ports will not be opened`);
+    else if (!h['https.truststore'].startsWith('keystore:') && !fs.existsSync(h['https.truststore'])) warning(p, 'http.https.truststore', `file not found: ${h['https.truststore']}: client-auth ports will not be opened`);
     const crl = h['https.truststore.crl'];
     if (crl !== '' && !fs.existsSync(crl)) warning(p, 'http.https.truststore.crl', `file not found: ${crl}: client-auth ports will not be opened`);
   }

@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { HttpConfig } from './config.js';
 import { ensureSelfSigned } from './selfsigned.js';
 import { DEFAULT_LIMITS, type HttpServer, type ListenSpec, type ServerLimits, type TlsMaterial } from './server.js';
+import { KeystoreEntryMissing, isKeystoreReference, type ReadTls } from '../core/keystore-reference.js';
 
 // Loaded when a revocation list is configured (docs/installation.md "Start-up time").
 const tlsModule = lazyBuiltin<typeof tls>('node:tls');
@@ -41,21 +42,12 @@ export function listenerSummary(server: HttpServer): string {
  * Opens every listener of `h`, all or none: an error names what failed (a port, a keystore file),
  * and no listener of this call stays open after it (HttpServer.listen).
  */
-export async function openListeners(server: HttpServer, h: HttpConfig, dataDir: string, log: Logger): Promise<void> {
+export async function openListeners(server: HttpServer, h: HttpConfig, dataDir: string, log: Logger, read: ReadTls = (f) => fs.readFileSync(f)): Promise<void> {
   const specs: ListenSpec[] = h['http.ports'].map((port) => ({ port, kind: 'http' as const }));
   const tlsPorts = h['https.ports'].length + h['https.client.auth.ports'].length;
   let material: TlsMaterial | undefined;
   if (tlsPorts > 0) {
-    if (h['https.keystore.cert'] && h['https.keystore.key']) {
-      material = { cert: readNamed(h, 'https.keystore.cert'), key: readNamed(h, 'https.keystore.key') };
-      keystoreContext(material);
-    } else {
-      const ss = ensureSelfSigned(dataDir);
-      if (ss.generated) log.warn('no keystore configured: generated a self-signed certificate', { dir: dataDir });
-      // What a technician compares with the browser's certificate view (docs/installation.md).
-      log.always('self-signed certificate', { sha256: new (nodeCrypto().X509Certificate)(ss.cert).fingerprint256 });
-      material = { cert: ss.cert, key: ss.key };
-    }
+    material = serverIdentity(h, dataDir, log, read);
     specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));
     if (h['https.client.auth.ports'].length > 0) {
       const ts = h['https.truststore'];
@@ -69,8 +61,7 @@ export async function openListeners(server: HttpServer, h: HttpConfig, dataDir: 
       }
       if (crl && !revoked) {
         // The ports stay closed (logged above).
-      } else if (ts && fs.existsSync(ts)) {
-        material.ca = fs.readFileSync(ts);
+      } else if ((material.ca = readTruststore(ts, read)) !== undefined) {
         material.crl = revoked;
         specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
       } else {
@@ -82,11 +73,46 @@ export async function openListeners(server: HttpServer, h: HttpConfig, dataDir: 
   await server.listen(specs, h['bind.address'], material);
 }
 
-function readNamed(h: HttpConfig, key: 'https.keystore.cert' | 'https.keystore.key'): Buffer {
+/** The client-auth truststore; undefined when its file or keystore entries do not exist (yet). */
+function readTruststore(ts: string, read: ReadTls): Buffer | undefined {
+  if (!ts || (!isKeystoreReference(ts) && !fs.existsSync(ts))) return undefined;
   try {
-    return fs.readFileSync(h[key]);
+    return read(ts, 'ca');
   } catch (err) {
-    throw new Error(`http.${key} ${h[key]}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    if (err instanceof KeystoreEntryMissing) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The HTTPS listeners' certificate and key: the keystore files or entry, else the self-signed
+ * certificate of dataDir, also while a named keystore entry does not exist yet (it takes over when
+ * it is made: src/keystores/tls-source.ts).
+ */
+export function serverIdentity(h: HttpConfig, dataDir: string, log: Logger, read: ReadTls = (f) => fs.readFileSync(f)): TlsMaterial {
+  if (h['https.keystore.cert'] && h['https.keystore.key']) {
+    try {
+      const material = { cert: readNamed(h, 'https.keystore.cert', read), key: readNamed(h, 'https.keystore.key', read) };
+      keystoreContext(material);
+      return material;
+    } catch (err) {
+      if (!(err instanceof KeystoreEntryMissing)) throw err;
+      log.warn('https keystore entry missing: serving the self-signed certificate until it is made', { error: err.message });
+    }
+  }
+  const ss = ensureSelfSigned(dataDir);
+  if (ss.generated) log.warn('no keystore configured: generated a self-signed certificate', { dir: dataDir });
+  // What a technician compares with the browser's certificate view (docs/installation.md).
+  log.always('self-signed certificate', { sha256: new (nodeCrypto().X509Certificate)(ss.cert).fingerprint256 });
+  return { cert: ss.cert, key: ss.key };
+}
+
+function readNamed(h: HttpConfig, key: 'https.keystore.cert' | 'https.keystore.key', read: ReadTls): Buffer {
+  try {
+    return read(h[key], key === 'https.keystore.cert' ? 'cert' : 'key');
+  } catch (err) {
+    const text = `http.${key} ${h[key]}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+    throw err instanceof KeystoreEntryMissing ? new KeystoreEntryMissing(text) : new Error(text);
   }
 }
 

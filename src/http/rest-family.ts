@@ -78,6 +78,11 @@ class RestRequest implements CoreRequest {
     return readJsonBody(this.ctx, { limit: o?.limit ?? this.opts.bodyLimit, exact: o?.exact });
   }
 
+  query(name: string): string | undefined {
+    const q = this.ctx.req.url?.indexOf('?') ?? -1;
+    return q < 0 ? undefined : new URLSearchParams(this.ctx.req.url!.slice(q + 1)).get(name) ?? undefined;
+  }
+
   /** No one to notify over REST: the answer is the whole reply. */
   notify(): void {}
 }

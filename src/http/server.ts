@@ -181,6 +181,21 @@ export class HttpServer {
     }
   }
 
+  /**
+   * Replaces the certificate and key of every HTTPS listener, and the truststore of the client-auth
+   * ones when `ca` is given (a keystore entry they use changed): new handshakes use them,
+   * connections already open keep theirs.
+   */
+  setTlsIdentity(m: { cert: string | Buffer; key: string | Buffer; ca?: string | Buffer }): void {
+    for (const { server, info, tls } of this.servers) {
+      if (!tls) continue;
+      tls.cert = m.cert;
+      tls.key = m.key;
+      if (info.clientAuth && m.ca !== undefined) tls.ca = m.ca;
+      (server as https.Server).setSecureContext(tls);
+    }
+  }
+
   /** The ports actually bound (after port 0 was resolved), per listener. */
   listeners(): ListenerInfo[] {
     return this.servers.map((s) => s.info);

@@ -28,6 +28,7 @@ import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './k
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
 import type { TelemetryOutbox } from './telemetry-outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
+import type { ReadTls } from '../core/keystore-reference.js';
 import { MetricNames, encodeTelemetry, type Telemetry } from './telemetry.js';
 
 export interface MqttServiceOptions {
@@ -41,6 +42,8 @@ export interface MqttServiceOptions {
   /** Makes the client for the current configuration. */
   client(options: MqttClientOptions): MqttClient;
   log: Logger;
+  /** Reads `tls.*` values: files, or keystore entries (docs/configuration.md "Certificates from a keystore"); default: files. */
+  readTls?: ReadTls;
   /** Tuning for tests; production uses the defaults. */
   tuning?: {
     reconnectMin?: number;
@@ -130,6 +133,18 @@ export class MqttService {
       return;
     }
     await this.openOutbox();
+    this.connect();
+  }
+
+  /**
+   * Connects again with the TLS material read anew: a keystore entry the connection uses changed
+   * (docs/mqtt.md "Rotating the device certificate"). Nothing is lost: the outbox keeps what is
+   * not acknowledged.
+   */
+  async reconnect(reason: string): Promise<void> {
+    if (!this.config.enabled || !this.outboxOpen) return;
+    this.log.info('mqtt reconnecting', { reason });
+    await this.disconnect();
     this.connect();
   }
 
@@ -225,10 +240,10 @@ export class MqttService {
     for (const [k, f] of [['ca', c['tls.ca']], ['cert', c['tls.cert']], ['key', c['tls.key']]] as const) {
       if (!f) continue;
       try {
-        out[k] = fs.readFileSync(f);
+        out[k] = this.opts.readTls ? this.opts.readTls(f, k) : fs.readFileSync(f);
       } catch (err) {
         // The path is configuration, not a secret; the key's content never reaches the log.
-        this.log.error('mqtt TLS file cannot be read, not connecting', { key: `mqtt.tls.${k}`, file: f, error: (err as NodeJS.ErrnoException).code ?? 'error' });
+        this.log.error('mqtt TLS file cannot be read, not connecting', { key: `mqtt.tls.${k}`, file: f, error: (err as NodeJS.ErrnoException).code ?? (err as Error).message });
         return undefined;
       }
     }

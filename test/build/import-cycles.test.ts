@@ -40,11 +40,13 @@ export const FOLDER_TABLE: Record<string, readonly string[]> = {
   mqtt: ['core', 'channels', 'assets', 'store', 'log.ts', 'version.ts'],
   command: ['core', 'log.ts'],
   configuration: ['core', 'channels', 'drivers', 'assets', 'http', 'auth', 'deploy', 'mqtt', 'command', 'store', 'log.ts'],
+  // the device's keystores and the TLS material the listeners and the broker connection take from them
+  keystores: ['core', 'http', 'store', 'log.ts'],
   // front ends: every resource family whatever its transport; the field console's files
-  api: ['core', 'channels', 'assets', 'auth', 'configuration', 'deploy', 'command', 'http', 'store', 'log.ts', 'version.ts'],
+  api: ['core', 'channels', 'assets', 'auth', 'configuration', 'deploy', 'command', 'http', 'keystores', 'store', 'log.ts', 'version.ts'],
   console: ['core', 'http', 'log.ts'],
   // the daemon, assembled from all of the above; the command line that starts it
-  'daemon.ts': ['core', 'log.ts', 'version.ts', 'channels', 'drivers', 'store', 'http', 'assets', 'plugins', 'auth', 'deploy', 'mqtt', 'command', 'configuration', 'api', 'console'],
+  'daemon.ts': ['core', 'log.ts', 'version.ts', 'channels', 'drivers', 'store', 'http', 'assets', 'plugins', 'auth', 'deploy', 'mqtt', 'command', 'configuration', 'keystores', 'api', 'console'],
   cli: ['daemon.ts', 'configuration', 'auth', 'drivers', 'store', 'log.ts', 'version.ts'],
 };
 

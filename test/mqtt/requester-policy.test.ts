@@ -56,7 +56,7 @@ t.test('requester permissions and disabled applications', mosquittoSkip(), async
   });
   await d.waitForLog(/msg="mqtt connected"/);
   await until(() => births.length > 0, 10_000, 'BIRTH');
-  t.same(births.at(-1)!.split(',').sort(), ['ASSET-V1', 'CONF-V1', 'CONF-V2', 'DEPLOY-V2', 'INVENTORY-V1'], 'every application announced');
+  t.same(births.at(-1)!.split(',').sort(), ['ASSET-V1', 'CONF-V1', 'CONF-V2', 'DEPLOY-V2', 'INVENTORY-V1', 'KEYS-V1'], 'every application announced');
   const admin = { authorization: `Basic ${Buffer.from('admin:Adm1n-Secret!').toString('base64')}` };
   const rest = (p: string, body?: unknown, method = body === undefined ? 'GET' : 'POST') => d.request(`/services${p}`, { method, headers: admin, body: body as object });
   const conf = (p: string, body?: unknown, method?: string) => rest(`/configuration/v2/${p}`, body, method);
@@ -118,7 +118,7 @@ t.test('requester permissions and disabled applications', mosquittoSkip(), async
     const set = (properties: Record<string, unknown>) => conf('configurableComponents/configurations/_update', { configs: [{ pid: CLOUD, properties }], takeSnapshot: false }, 'PUT');
     t.equal((await set({ 'applications.disabled': { type: 'STRING', value: ['ASSET-V1'] } })).status, 200);
     await until(() => births.length > birthsBefore, 10_000, 'BIRTH published again');
-    t.same(births.at(-1)!.split(',').sort(), ['CONF-V1', 'CONF-V2', 'DEPLOY-V2', 'INVENTORY-V1'], 'ASSET-V1 out of BIRTH');
+    t.same(births.at(-1)!.split(',').sort(), ['CONF-V1', 'CONF-V2', 'DEPLOY-V2', 'INVENTORY-V1', 'KEYS-V1'], 'ASSET-V1 out of BIRTH');
     t.equal(await ask(q!, 'ASSET-V1', 'GET/assets', undefined, { wait: 2000 }), undefined, 'a disabled application: no reply');
     t.equal(await ask(q!, 'ASSET-V1', 'EXEC/write', write('1'), { wait: 1500 }), undefined);
     t.match((await rest('/assets/demo/_read')).json(), [{ name: 'setpoint', value: 42.5 }], 'nothing written');
@@ -170,7 +170,7 @@ t.test('applications disabled at start: not subscribed, not in BIRTH, no reply',
   });
   await d.waitForLog(/msg="mqtt connected"/);
   await until(() => births.length > 0, 10_000, 'BIRTH');
-  t.equal(births[0], 'ASSET-V1,INVENTORY-V1');
+  t.equal(births[0], 'ASSET-V1,INVENTORY-V1,KEYS-V1');
   const r = new Requester(broker.url, 'anon', 'acct');
   await r.start();
   t.teardown(() => r.end());

@@ -1,0 +1,68 @@
+// TLS material from the keystores for the HTTPS listeners and the broker connection
+// (docs/configuration.md "Certificates from a keystore"): a reader for the keys that may name an
+// entry instead of a file, and the rotation that follows a change of such an entry without a
+// restart — HTTPS serves the new certificate to new connections, the broker connection
+// reconnects with its new identity (docs/mqtt.md "Rotating the device certificate").
+
+import fs from 'node:fs';
+import type { Logger } from '../log.js';
+import type { HttpConfig } from '../http/config.js';
+import { serverIdentity } from '../http/listen.js';
+import type { HttpServer } from '../http/server.js';
+import type { KeystoreStore } from './store.js';
+import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls } from '../core/keystore-reference.js';
+
+/** Reads a TLS key's value: a file, or the keystore entry a `keystore:` value names. */
+export function keystoreTlsReader(store: KeystoreStore): ReadTls {
+  return (value, part) => {
+    const ref = parseKeystoreReference(value);
+    if (!ref) return fs.readFileSync(value);
+    if (!store.names.includes(ref.keystore)) throw new Error(`keystore "${ref.keystore}" does not exist: the keystores are ${store.names.join(', ')}`);
+    if (ref.alias === undefined) {
+      if (part !== 'ca') throw new Error(`${value} names a whole keystore: a certificate or key needs keystore:<keystore>/<alias>`);
+      const pem = store.trustedCertificates(ref.keystore);
+      if (pem.trim() === '') throw new KeystoreEntryMissing(`keystore ${ref.keystore} has no trusted certificate`);
+      return Buffer.from(pem);
+    }
+    const entry = store.keystore(ref.keystore).get(ref.alias);
+    if (!entry) throw new KeystoreEntryMissing(`keystore entry ${ref.keystore}/${ref.alias} does not exist`);
+    if (part === 'ca') return Buffer.from(store.trustedCertificates(ref.keystore, ref.alias));
+    if (entry.kind !== 'private') throw new Error(`keystore entry ${ref.keystore}/${ref.alias} is a trusted certificate: a ${part === 'cert' ? 'certificate chain' : 'key'} needs a private key entry`);
+    const id = store.tlsIdentity(ref.keystore, ref.alias);
+    return Buffer.from(part === 'cert' ? id.cert : id.key);
+  };
+}
+
+export interface TlsUsers {
+  store: KeystoreStore;
+  read: ReadTls;
+  /** The configuration in force (its http and mqtt sections, dataDir). */
+  config(): { http: HttpConfig; mqtt: { enabled: boolean }; dataDir: string };
+  http: Pick<HttpServer, 'setTlsIdentity' | 'listeners'>;
+  mqtt: { reconnect(reason: string): Promise<void> };
+  log: Logger;
+}
+
+/** Applies every change of an entry in use to its users; returns the function that stops it. */
+export function rotateOnKeystoreChange(u: TlsUsers): () => void {
+  return u.store.onChange((keystore, alias) => {
+    const cfg = u.config();
+    const entry = `${keystore}/${alias}`;
+    const users = keystoreUses(cfg).filter((x) => x.ref.keystore === keystore && (x.ref.alias === undefined || x.ref.alias === alias));
+    if (users.some((x) => x.key.startsWith('http.')) && u.http.listeners().some((l) => l.secure)) {
+      try {
+        const identity = serverIdentity(cfg.http, cfg.dataDir, u.log, u.read);
+        const ts = cfg.http['https.truststore'];
+        const ca = isKeystoreReference(ts) && u.http.listeners().some((l) => l.clientAuth) ? u.read(ts, 'ca') : undefined;
+        u.http.setTlsIdentity({ cert: identity.cert, key: identity.key, ca });
+        u.log.info('https certificate reloaded', { entry });
+      } catch (err) {
+        // The listeners keep what they serve; the message names the key and entry, never key material.
+        u.log.error('https certificate not reloaded: keeping the one in use', { entry, error: (err as Error).message });
+      }
+    }
+    if (cfg.mqtt.enabled && users.some((x) => x.key.startsWith('mqtt.'))) {
+      u.mqtt.reconnect(`keystore entry ${entry} changed`).catch((err) => u.log.error('mqtt reconnection failed', { entry, error: (err as Error).message }));
+    }
+  });
+}
