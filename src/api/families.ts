@@ -15,6 +15,7 @@ import type { ConfigurationService } from '../configuration/service.js';
 import type { DeploymentService } from '../deploy/service.js';
 import { assetsFamily } from './assets.js';
 import { assetStatusFamily } from './asset-status.js';
+import { assetChannelsCsvFamily } from './asset-channels-csv.js';
 import { assetV1Family } from './asset-v1/handler.js';
 import { systemFamily, type SystemDeps } from './system.js';
 import { identityFamily } from './identity.js';
@@ -41,6 +42,7 @@ export function families(d: FamilyDeps): Family[] {
     systemFamily(d.http, d.system), //           REST /services/system/v1
     identityFamily(d.auth), //                   REST /services/identity/v1
     ...(d.configuration ? [configurationFamily(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2
+    ...(d.configuration ? [assetChannelsCsvFamily(d.configuration)] : []), // REST /services/assets/{pid}/_channels.csv
     deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
   ];

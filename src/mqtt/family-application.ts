@@ -39,6 +39,8 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
           metrics: req.metrics,
           clientId: ctx.clientId,
           body: async (o) => readJsonBytes(req.body, o),
+          bytes: async () => req.body,
+          query: () => undefined,
           notify: (resource, message) => ctx.notify(resource, message),
         };
         const result = await m.handler.handler(core);
