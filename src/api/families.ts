@@ -16,6 +16,7 @@ import type { DeploymentService } from '../deploy/service.js';
 import { assetsFamily } from './assets.js';
 import { assetStatusFamily } from './asset-status.js';
 import { assetChannelsCsvFamily } from './asset-channels-csv.js';
+import { driversFamily, type DriverInstances } from './drivers.js';
 import { assetV1Family } from './asset-v1/handler.js';
 import { systemFamily, type SystemDeps } from './system.js';
 import { identityFamily } from './identity.js';
@@ -24,7 +25,7 @@ import { deployFamily } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
 
 export interface FamilyDeps {
-  assets: AssetService & { pollStatus(pid: string): PollStatus };
+  assets: AssetService & { pollStatus(pid: string): PollStatus; readonly drivers: DriverInstances };
   auth: AuthLayer;
   http: HttpServer;
   system: SystemDeps;
@@ -39,6 +40,7 @@ export function families(d: FamilyDeps): Family[] {
     assetsFamily(d.assets), //                   REST /services/assets
     assetV1Family(d.assets), //                  MQTT ASSET-V1
     assetStatusFamily(d.assets), //              REST /services/assets/{pid}/_status
+    driversFamily(d.assets.drivers), //          REST /services/drivers/{pid}/_probe, …
     systemFamily(d.http, d.system), //           REST /services/system/v1
     identityFamily(d.auth), //                   REST /services/identity/v1
     ...(d.configuration ? [configurationFamily(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2

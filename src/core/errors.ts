@@ -5,6 +5,7 @@
 //   'json'   REST `{"message": detail}` (Kura's JAX-RS services: session, configuration/v2, …);
 //            over MQTT `response.code` = status and the same JSON as the body, no
 //            `response.exception.message` (Kura's JaxRsRequestHandlerProxy);
+//   'error'  REST and MQTT `{"error": detail}` (gatewayd's commissioning tools, docs/rest-api.md "drivers");
 //   'text'   REST `text/plain` detail (Kura's deploy/v2 and assets services);
 //   'native' MQTT only, Kura's native applications (ASSET-V1, DEPLOY-V2): `response.code` and, when
 //            there is a detail, `response.exception.message` = KuraException text (`Bad request. …`).
@@ -13,7 +14,7 @@
 // HttpError (src/http/context.ts) is a RequestError, so everything the HTTP layer throws (body
 // limits, 415, 507) reaches MQTT handlers as the same type.
 
-export type ErrorStyle = 'json' | 'text' | 'native';
+export type ErrorStyle = 'json' | 'error' | 'text' | 'native';
 
 export class RequestError extends Error {
   readonly status: number;
@@ -80,5 +81,6 @@ export function mqttError(style: ErrorStyle, err: RequestError): { code: number;
     return { code: err.status, message, replyTooLarge };
   }
   const message = isKapuaCode(err.status) ? undefined : err.detail;
-  return { code: err.status, message, body: JSON.stringify({ message: err.detail ?? 'An internal error occurred' }), replyTooLarge };
+  const detail = err.detail ?? 'An internal error occurred';
+  return { code: err.status, message, body: JSON.stringify(style === 'error' ? { error: detail } : { message: detail }), replyTooLarge };
 }

@@ -75,6 +75,31 @@ export interface Driver {
   close(): Promise<void>;
   /** Optional: counters per device the driver talks to (none for drivers without units). */
   devices?(): DeviceStatus[];
+  /** Optional: commissioning tools (docs/drivers.md "Commissioning tools"); absent: the driver has none. */
+  readonly tools?: DriverTools;
+}
+
+/**
+ * A driver's commissioning tools, reached over REST at `/services/drivers/{pid}/…`: requests a
+ * technician makes without an asset. Each goes through the driver's own request queue, like a
+ * poll's request. A tool refuses bad input and reports a device's failure with DriverToolError.
+ */
+export interface DriverTools {
+  /** One read (or, with `confirm`, one write) described by the request's properties. */
+  probe?(request: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+/**
+ * Why a tool gave no answer: `input` (the request is wrong: 400), `device` (the device or line
+ * failed: 502), `busy` (the tool is already in use: 409), `missing` (no such thing: 404).
+ */
+export class DriverToolError extends Error {
+  constructor(
+    readonly kind: 'input' | 'device' | 'busy' | 'missing',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 import type { Problem } from '../core/schema.js';

@@ -2,7 +2,7 @@
 // the route's role (else the family's) on each, checked by the authorisation stage, and the
 // family's error style as the API family's error shape.
 
-import { jsonFamily, textFamily, type HttpServer } from './server.js';
+import { errorJsonFamily, jsonFamily, textFamily, type HttpServer } from './server.js';
 import { mediaType, readBody, readJsonBody } from './body.js';
 import { HttpError } from './context.js';
 import type { RequestContext } from './context.js';
@@ -19,7 +19,7 @@ export interface RestMountOptions {
 export function mountRest(server: HttpServer, family: Family, opts: RestMountOptions): void {
   if (family.rest === undefined) throw new Error(`family ${family.name} has no REST base`);
   if (family.errors === 'native') throw new Error(`family ${family.name}: the native error style is MQTT only`);
-  const api = family.errors === 'json' ? jsonFamily(family.name) : textFamily(family.name);
+  const api = family.errors === 'json' ? jsonFamily(family.name) : family.errors === 'error' ? errorJsonFamily(family.name) : textFamily(family.name);
   for (const route of family.routes) {
     const { method, path } = restOf(family, route);
     // Not an async function: a synchronous handler answers without a promise; an asynchronous

@@ -20,6 +20,11 @@ export interface RequestOptions {
   retries: number;
   /** Longest back-off of a unit that stopped answering, ms; 0 disables it. */
   backoffMax: number;
+  /**
+   * A request a technician asked for (a probe, a scan): sent even while its unit is backed off, so
+   * that it tells whether the unit answers now.
+   */
+  attended?: boolean;
 }
 
 /** Counters of one unit (device) on a line, for the poll status. */
@@ -107,7 +112,7 @@ export class ModbusClient {
       const unit = this.unit(job.unitId);
       // Checked when the job's turn comes: a unit found dead by an earlier job of the same poll
       // must not cost a timeout per queued request.
-      if (unit.backoffUntil > Date.now()) {
+      if (unit.backoffUntil > Date.now() && !job.opts.attended) {
         job.reject(new TimeoutError(unit.error));
         continue;
       }

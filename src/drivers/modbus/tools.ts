@@ -1,0 +1,126 @@
+// Commissioning tools of a Modbus driver instance (docs/drivers.md "Commissioning tools"): a probe
+// (one read, or one confirmed write, of any table, address, count, data type, word order and unit)
+// sent through the line's transaction queue (client.ts), so it never interleaves a poll's frame.
+
+import type { ValueType } from '../../channels/types.js';
+import { parseValueText } from '../../channels/values.js';
+import { DriverToolError, type DriverTools } from '../driver.js';
+import type { ModbusClient, RequestOptions } from './client.js';
+import { parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
+import { MAX_READ_BITS, MAX_READ_REGISTERS, READ_FC, exceptionName, isBitTable } from './constants.js';
+import { decodeRegisters, encodeRegisters, type DataType } from './datatypes.js';
+import type { ModbusRequest, ModbusResponse } from './pdu.js';
+
+/** The keys a probe request may carry: a channel's Modbus keys, plus what a probe adds. */
+export const PROBE_KEYS: readonly string[] = Object.freeze([
+  'unit.id', 'primary.table', 'memory.address', 'data.type', 'data.order', 'array.data.length', 'value.type', 'count', 'value', 'confirm',
+]);
+
+// The value type a data type reads as by default: the narrowest that holds every value.
+const NATURAL_TYPE: Record<DataType, ValueType> = {
+  INT16: 'INTEGER', UINT16: 'INTEGER', INT32: 'INTEGER', UINT32: 'LONG', INT64: 'LONG', UINT64: 'LONG', FLOAT32: 'FLOAT', FLOAT64: 'DOUBLE', STRING: 'STRING',
+};
+const VALUE_TYPES: readonly ValueType[] = ['BOOLEAN', 'BYTE_ARRAY', 'DOUBLE', 'INTEGER', 'LONG', 'FLOAT', 'STRING'];
+
+/** A typed value as JSON: a LONG as a JSON number of its exact digits, a BYTE_ARRAY as Base64. */
+export class ExactLong {
+  constructor(readonly digits: string) {}
+}
+
+function jsonValue(v: { type: ValueType; value: unknown }): unknown {
+  if (typeof v.value === 'bigint') return new ExactLong(v.value.toString());
+  if (Buffer.isBuffer(v.value)) return v.value.toString('base64');
+  return v.value;
+}
+
+export class ModbusTools implements DriverTools {
+  constructor(
+    private readonly config: ModbusInstanceConfig,
+    private readonly client: ModbusClient,
+  ) {}
+
+  /** The options of a request a technician asked for: no retry, no back-off either way. */
+  private get attended(): RequestOptions {
+    return { timeout: this.config.timeout, retries: 0, backoffMax: 0, attended: true };
+  }
+
+  async probe(request: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const unknown = Object.keys(request).filter((k) => !PROBE_KEYS.includes(k));
+    if (unknown.length > 0) throw new DriverToolError('input', `unknown key ${JSON.stringify(unknown[0]!.slice(0, 40))}; a probe takes ${PROBE_KEYS.join(', ')}`);
+    const table = typeof request['primary.table'] === 'string' ? request['primary.table'].toUpperCase() : request['primary.table'];
+    const bits = table === 'COILS' || table === 'DISCRETE_INPUTS';
+    const dataType = (typeof request['data.type'] === 'string' ? request['data.type'].toUpperCase() : 'INT16') as DataType;
+    const vt = request['value.type'];
+    if (vt !== undefined && !(VALUE_TYPES as readonly unknown[]).includes(vt)) throw new DriverToolError('input', `value.type must be one of ${VALUE_TYPES.join(', ')}`);
+    const valueType: ValueType = bits ? 'BOOLEAN' : ((vt as ValueType | undefined) ?? NATURAL_TYPE[dataType] ?? 'INTEGER');
+    const props: Record<string, unknown> = {};
+    for (const k of ['unit.id', 'primary.table', 'memory.address', 'data.type', 'data.order', 'array.data.length']) if (request[k] !== undefined) props[k] = request[k];
+    const write = request.value !== undefined;
+    const parsed = parseChannel(props, valueType, 'probe', { 'access.type': this.config.accessType }, write ? 'WRITE' : 'READ');
+    const errors = parsed.problems.filter((p) => p.severity === 'error');
+    if (errors.length > 0) throw new DriverToolError('input', errors.map((p) => `${p.path.replace(/^probe\./, '')}: ${p.message}`).join('; '));
+    const spec = parsed.value;
+    return write ? this.probeWrite(spec, request) : this.probeRead(spec, request.count);
+  }
+
+  private async probeRead(spec: ModbusChannelSpec, countIn: unknown): Promise<Record<string, unknown>> {
+    const bits = isBitTable(spec.table);
+    const max = bits ? MAX_READ_BITS : MAX_READ_REGISTERS;
+    let count = spec.count;
+    if (countIn !== undefined) {
+      // Modbus Application Protocol §6.1-6.4: at most 2000 bits or 125 registers per read.
+      if (!Number.isInteger(countIn) || (countIn as number) < 1 || (countIn as number) > max) throw new DriverToolError('input', `count must be an integer 1..${max} for ${spec.table}`);
+      count = countIn as number;
+      if (!bits && count < spec.count) throw new DriverToolError('input', `count ${count} is fewer than the ${spec.count} registers of data.type ${spec.dataType}`);
+    }
+    if (spec.address + count > 65536) throw new DriverToolError('input', `count ${count} from memory.address ${spec.address + 1} runs past the end of the table (65536)`);
+    const res = await this.send(spec.unitId, { fc: READ_FC[spec.table], address: spec.address, quantity: count }, `reading ${spec.table} ${spec.address + 1}`);
+    if ('bits' in res) {
+      const list = res.bits.slice(0, count);
+      if (list.length < count) throw new DriverToolError('device', `unit ${spec.unitId} sent ${list.length} bits for ${count}`);
+      return { bits: list, value: list[0], valueType: 'BOOLEAN' };
+    }
+    if (!('data' in res) || res.data.length !== count * 2) throw new DriverToolError('device', `unit ${spec.unitId} sent a response of the wrong size`);
+    const registers: number[] = [];
+    for (let i = 0; i < count; i++) registers.push(res.data.readUInt16BE(2 * i));
+    const v = decodeRegisters(res.data, spec, 0, spec.count * 2);
+    return 'error' in v ? { registers, value: null, valueType: spec.valueType, decodeError: v.error } : { registers, value: jsonValue(v), valueType: v.type };
+  }
+
+  private async probeWrite(spec: ModbusChannelSpec, request: Record<string, unknown>): Promise<Record<string, unknown>> {
+    // A write changes a machine: only when the request says so in so many words.
+    if (request.confirm !== true) throw new DriverToolError('input', 'a probe with "value" writes to the device: add "confirm": true to send it');
+    if (request.count !== undefined) throw new DriverToolError('input', 'count applies to reads only');
+    const given = request.value;
+    if (typeof given !== 'string' && typeof given !== 'number' && typeof given !== 'boolean') throw new DriverToolError('input', 'value must be a string, number or boolean');
+    const typed = parseValueText(spec.valueType, String(given));
+    if (typeof typed === 'string') throw new DriverToolError('input', typed);
+    let req: ModbusRequest;
+    let written: Record<string, unknown>;
+    if (isBitTable(spec.table)) {
+      req = { fc: 5, address: spec.address, value: typed.value as boolean };
+      written = { bits: [typed.value] };
+    } else {
+      const data = encodeRegisters(typed, spec, spec.arrayLength);
+      if (!Buffer.isBuffer(data)) throw new DriverToolError('input', data.error);
+      req = data.length === 2 && !this.config.multipleOnly ? { fc: 6, address: spec.address, value: data.readUInt16BE(0) } : { fc: 16, address: spec.address, data };
+      const registers: number[] = [];
+      for (let i = 0; i < data.length; i += 2) registers.push(data.readUInt16BE(i));
+      written = { registers };
+    }
+    await this.send(spec.unitId, req, `writing ${spec.table} ${spec.address + 1}`);
+    return { written: true, ...written, value: jsonValue(typed), valueType: typed.type };
+  }
+
+  /** One attended request; an exception response or a failed line is a DriverToolError. */
+  private async send(unitId: number, req: ModbusRequest, what: string): Promise<ModbusResponse> {
+    let res: ModbusResponse;
+    try {
+      res = await this.client.request(unitId, req, this.attended);
+    } catch (err) {
+      throw new DriverToolError('device', (err as Error).message);
+    }
+    if ('exception' in res) throw new DriverToolError('device', `Modbus exception ${res.exception} (${exceptionName(res.exception)}) for ${what} on unit ${unitId}`);
+    return res;
+  }
+}
