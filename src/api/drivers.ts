@@ -6,21 +6,17 @@
 
 import { RequestError } from '../core/errors.js';
 import { rawJson, type CoreRequest, type Family } from '../core/family.js';
+import { JsonNumber } from '../core/json.js';
 import { isPlainObject } from '../core/schema.js';
-import { DriverToolError, type Driver, type DriverTools } from '../drivers/driver.js';
-import { ExactLong } from '../drivers/modbus/tools.js';
+import type { DriverPool } from '../assets/service.js';
 
 /** What the family needs of the daemon's driver instances (the asset runtime's DriverPool). */
-export interface DriverInstances {
-  get(id: string): Driver | undefined;
-  factoryOf(id: string): string | undefined;
-}
-
-const STATUS: Record<DriverToolError['kind'], number> = { input: 400, device: 502, busy: 409, missing: 404 };
+export type DriverInstances = Pick<DriverPool, 'get' | 'factoryOf'>;
+type DriverTools = NonNullable<NonNullable<ReturnType<DriverPool['get']>>['tools']>;
 
 /** A tool's answer as JSON, a LONG with its exact digits. */
 function answer(value: unknown): ReturnType<typeof rawJson> {
-  const text = JSON.stringify(value, (_k, v) => (v instanceof ExactLong ? `\u0001${v.digits}` : v));
+  const text = JSON.stringify(value, (_k, v) => (v instanceof JsonNumber ? `\u0001${v.text}` : v));
   return rawJson(text.replace(/"\\u0001(-?\d+)"/g, '$1'));
 }
 
@@ -36,14 +32,8 @@ export function driversFamily(drivers: DriverInstances): Family {
     if (!tool) throw new RequestError(409, `The ${factory} driver ${pid} has no ${name} tool`);
     return (tool as (...a: unknown[]) => unknown).bind(driver.tools) as NonNullable<DriverTools[K]>;
   }
-  const run = async (fn: () => unknown) => {
-    try {
-      return answer(await fn());
-    } catch (err) {
-      if (err instanceof DriverToolError) throw new RequestError(STATUS[err.kind], err.message);
-      throw err;
-    }
-  };
+  // A tool's ToolError is a RequestError: the family's style answers it.
+  const run = async (fn: () => unknown) => answer(await fn());
   const objectBody = async (req: CoreRequest) => {
     const body = await req.body({ limit: 16 * 1024 });
     if (!isPlainObject(body)) throw new RequestError(400, 'The request body must be a JSON object');
@@ -55,6 +45,16 @@ export function driversFamily(drivers: DriverInstances): Family {
     role: 'assets',
     errors: 'error',
     routes: [
+      {
+        method: 'GET',
+        path: ':pid/_log',
+        handler: (req) => {
+          const log = toolOf(req, 'requestLog');
+          const frames = req.query('frames');
+          if (frames !== undefined && frames !== 'true' && frames !== 'false') throw new RequestError(400, 'Query parameter frames must be true or false');
+          return answer(log(frames === 'true'));
+        },
+      },
       {
         method: 'EXEC',
         path: ':pid/_probe',

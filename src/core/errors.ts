@@ -32,6 +32,20 @@ export class RequestError extends Error {
   }
 }
 
+/**
+ * Why a driver's commissioning tool gave no answer (src/drivers/driver.ts DriverTools), as the
+ * status a client sees: `input` the request is wrong (400), `missing` no such thing (404), `busy`
+ * the tool is in use (409), `device` the device or its line failed (502).
+ */
+export class ToolError extends RequestError {
+  constructor(
+    readonly kind: 'input' | 'missing' | 'busy' | 'device',
+    message: string,
+  ) {
+    super(kind === 'input' ? 400 : kind === 'missing' ? 404 : kind === 'busy' ? 409 : 502, message);
+  }
+}
+
 /** Something a request asked for is beyond a bound of the daemon (too many channels, a reply too big). */
 export class LimitError extends RequestError {}
 

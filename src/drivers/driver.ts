@@ -62,6 +62,8 @@ export interface DeviceStatus {
   responses: number;
   timeouts: number;
   exceptions: number;
+  /** Attempts the line could not carry (connection refused or lost, port unusable); drivers without a line leave it out. */
+  connectionFailures?: number;
   /** Until when (ms since the epoch) requests to it fail at once; 0 when not backed off. */
   backoffUntil: number;
 }
@@ -82,25 +84,15 @@ export interface Driver {
 /**
  * A driver's commissioning tools, reached over REST at `/services/drivers/{pid}/…`: requests a
  * technician makes without an asset. Each goes through the driver's own request queue, like a
- * poll's request. A tool refuses bad input and reports a device's failure with DriverToolError.
+ * poll's request. A tool refuses bad input and reports a device's failure with ToolError (src/core/errors.ts).
  */
 export interface DriverTools {
   /** One read (or, with `confirm`, one write) described by the request's properties. */
   probe?(request: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** The last exchanges on the driver's line, oldest first; `frames` adds the raw frames. */
+  requestLog?(frames: boolean): Record<string, unknown>[];
 }
 
-/**
- * Why a tool gave no answer: `input` (the request is wrong: 400), `device` (the device or line
- * failed: 502), `busy` (the tool is already in use: 409), `missing` (no such thing: 404).
- */
-export class DriverToolError extends Error {
-  constructor(
-    readonly kind: 'input' | 'device' | 'busy' | 'missing',
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 import type { Problem } from '../core/schema.js';
 export type { Problem };

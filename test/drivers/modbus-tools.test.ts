@@ -133,6 +133,95 @@ t.test('probe over Modbus TCP', async (t) => {
   });
 });
 
+t.test('request log, connection failures and inter.request.delay', async (t) => {
+  if (!havePeers(t, 'pymodbus')) return;
+  const dev = await startPyModbusTcp(t, { units: [1, 2] });
+  const d = await startDaemon(t, {
+    identities: IDENTITIES,
+    drivers: {
+      plc: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'modbus.timeout': 300, 'modbus.transaction.retry': 0 },
+      slow: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'inter.request.delay': 60, 'modbus.timeout': 300 },
+      // Nothing listens on port 1: every attempt is refused.
+      dead: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': 1, 'modbus.timeout': 300, 'modbus.transaction.retry': 0, 'unit.backoff.max': 0 },
+    },
+    assets: {
+      gone: { 'driver.pid': 'dead', 'poll.interval': 50, channels: { a: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 4, 'memory.address': 1 } } },
+      paced: {
+        'driver.pid': 'slow',
+        'poll.interval': 20,
+        channels: { a: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'memory.address': 1 }, b: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 2, 'memory.address': 1 } },
+      },
+    },
+  });
+  const op = tools(d);
+
+  t.test('the log: newest last, fields of each exchange, frames on demand, bounded', async (t) => {
+    await op.probe('plc', { 'unit.id': 2, 'memory.address': 7, count: 3 });
+    await op.probe('plc', { 'unit.id': 1, 'memory.address': 9000 });
+    let r = await op.get('plc/_log');
+    t.equal(r.status, 200);
+    const log = r.json();
+    t.equal(log.length, 2);
+    t.match(log[0], { unit: 2, function: 3, address: 7, count: 3, result: 'ok', latencyMs: Number, time: Number });
+    t.match(log[1], { unit: 1, function: 3, address: 9000, count: 1, result: 'exception', exception: 2 });
+    t.notOk('request' in log[0], 'no frames unless asked');
+    r = await op.get('plc/_log?frames=true');
+    t.equal(r.json()[0].request, '030006' + '0003', 'the request PDU in hex');
+    t.match(r.json()[0].response, /^0306/, 'the response PDU: function 3, 6 bytes');
+    t.equal((await op.get('plc/_log?frames=maybe')).status, 400);
+    for (let i = 0; i < 205; i++) await op.probe('plc', { 'memory.address': 1 + i });
+    const all = (await op.get('plc/_log')).json();
+    t.equal(all.length, 200, 'a ring of 200 exchanges');
+    t.equal(all[199].address, 205, 'the newest last');
+    t.equal(all[0].address, 6, 'the oldest dropped');
+    t.equal((await tools(d, 'viewer').get('plc/_log')).status, 403);
+    t.equal((await op.get('nope/_log')).status, 404);
+  });
+
+  t.test('connection failures are counted per unit and logged', async (t) => {
+    const deadline = Date.now() + 10_000;
+    let dev4: { requests: number; responses: number; timeouts: number; connectionFailures: number } | undefined;
+    while (Date.now() < deadline) {
+      dev4 = (await op.request('/services/assets/gone/_status')).json().devices[0];
+      if (dev4 && dev4.connectionFailures >= 3) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    t.ok(dev4 && dev4.connectionFailures >= 3, `refused connections counted: ${JSON.stringify(dev4)}`);
+    t.equal(dev4!.requests, dev4!.responses + dev4!.timeouts + dev4!.connectionFailures, 'every attempt falls in one category');
+    const log = (await op.get('dead/_log')).json();
+    t.match(log.at(-1), { unit: 4, result: 'error', error: /ECONNREFUSED|refused/ });
+  });
+
+  t.test('inter.request.delay keeps silence between exchanges on the line', async (t) => {
+    await new Promise((r) => setTimeout(r, 1500));
+    const log = (await op.get('slow/_log')).json() as { time: number; latencyMs: number }[];
+    t.ok(log.length >= 4, `${log.length} exchanges`);
+    for (let i = 1; i < log.length; i++) {
+      const gap = log[i]!.time - (log[i - 1]!.time + log[i - 1]!.latencyMs);
+      // 2 ms for the two clocks' rounding; load only makes the gap longer.
+      if (gap < 58) t.fail(`exchange ${i} started ${gap} ms after the previous one ended`);
+    }
+    t.pass('every gap at least the delay');
+    const plain = (await op.get('plc/_log')).json() as { time: number }[];
+    t.ok(plain.length > 0, 'the other line keeps no delay (it has its own log)');
+  });
+});
+
+t.test('inter.request.delay: its maximum, and one past it', async (t) => {
+  const { runCli } = await import('../helpers/daemon.js');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-delay-'));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  for (const [value, ok] of [[10000, true], [10001, false], [-1, false], ['50', false]] as const) {
+    const file = path.join(dir, 'c.json');
+    fs.writeFileSync(file, JSON.stringify({ drivers: { plc: { factory: 'modbus', 'modbus.tcp-udp.ip': '127.0.0.1', 'inter.request.delay': value } } }));
+    const r = runCli(['check-config', '--config', file]);
+    t.equal(r.status, ok ? 0 : 1, `${JSON.stringify(value)}: ${r.stdout.trim().split('\n').find((l) => l.includes('inter.request.delay')) ?? 'accepted'}`);
+  }
+});
+
 t.test('probes on an RTU line go through its queue: no frame of a poll is interleaved', async (t) => {
   if (!havePeers(t, 'pymodbus', 'socat', 'stty')) return;
   const dev = await startPyModbusRtu(t, { units: [1, 2], baud: 19200 });

@@ -1,10 +1,13 @@
 // Commissioning tools of a Modbus driver instance (docs/drivers.md "Commissioning tools"): a probe
 // (one read, or one confirmed write, of any table, address, count, data type, word order and unit)
-// sent through the line's transaction queue (client.ts), so it never interleaves a poll's frame.
+// sent through the line's transaction queue (client.ts), so it never interleaves a poll's frame;
+// the line's request log.
 
 import type { ValueType } from '../../channels/types.js';
 import { parseValueText } from '../../channels/values.js';
-import { DriverToolError, type DriverTools } from '../driver.js';
+import { ToolError } from '../../core/errors.js';
+import { JsonNumber } from '../../core/json.js';
+import type { DriverTools } from '../driver.js';
 import type { ModbusClient, RequestOptions } from './client.js';
 import { parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
 import { MAX_READ_BITS, MAX_READ_REGISTERS, READ_FC, exceptionName, isBitTable } from './constants.js';
@@ -23,12 +26,8 @@ const NATURAL_TYPE: Record<DataType, ValueType> = {
 const VALUE_TYPES: readonly ValueType[] = ['BOOLEAN', 'BYTE_ARRAY', 'DOUBLE', 'INTEGER', 'LONG', 'FLOAT', 'STRING'];
 
 /** A typed value as JSON: a LONG as a JSON number of its exact digits, a BYTE_ARRAY as Base64. */
-export class ExactLong {
-  constructor(readonly digits: string) {}
-}
-
 function jsonValue(v: { type: ValueType; value: unknown }): unknown {
-  if (typeof v.value === 'bigint') return new ExactLong(v.value.toString());
+  if (typeof v.value === 'bigint') return new JsonNumber(v.value.toString());
   if (Buffer.isBuffer(v.value)) return v.value.toString('base64');
   return v.value;
 }
@@ -44,21 +43,25 @@ export class ModbusTools implements DriverTools {
     return { timeout: this.config.timeout, retries: 0, backoffMax: 0, attended: true };
   }
 
+  requestLog(frames: boolean): Record<string, unknown>[] {
+    return this.client.log.entries(frames);
+  }
+
   async probe(request: Record<string, unknown>): Promise<Record<string, unknown>> {
     const unknown = Object.keys(request).filter((k) => !PROBE_KEYS.includes(k));
-    if (unknown.length > 0) throw new DriverToolError('input', `unknown key ${JSON.stringify(unknown[0]!.slice(0, 40))}; a probe takes ${PROBE_KEYS.join(', ')}`);
+    if (unknown.length > 0) throw new ToolError('input', `unknown key ${JSON.stringify(unknown[0]!.slice(0, 40))}; a probe takes ${PROBE_KEYS.join(', ')}`);
     const table = typeof request['primary.table'] === 'string' ? request['primary.table'].toUpperCase() : request['primary.table'];
     const bits = table === 'COILS' || table === 'DISCRETE_INPUTS';
     const dataType = (typeof request['data.type'] === 'string' ? request['data.type'].toUpperCase() : 'INT16') as DataType;
     const vt = request['value.type'];
-    if (vt !== undefined && !(VALUE_TYPES as readonly unknown[]).includes(vt)) throw new DriverToolError('input', `value.type must be one of ${VALUE_TYPES.join(', ')}`);
+    if (vt !== undefined && !(VALUE_TYPES as readonly unknown[]).includes(vt)) throw new ToolError('input', `value.type must be one of ${VALUE_TYPES.join(', ')}`);
     const valueType: ValueType = bits ? 'BOOLEAN' : ((vt as ValueType | undefined) ?? NATURAL_TYPE[dataType] ?? 'INTEGER');
     const props: Record<string, unknown> = {};
     for (const k of ['unit.id', 'primary.table', 'memory.address', 'data.type', 'data.order', 'array.data.length']) if (request[k] !== undefined) props[k] = request[k];
     const write = request.value !== undefined;
     const parsed = parseChannel(props, valueType, 'probe', { 'access.type': this.config.accessType }, write ? 'WRITE' : 'READ');
     const errors = parsed.problems.filter((p) => p.severity === 'error');
-    if (errors.length > 0) throw new DriverToolError('input', errors.map((p) => `${p.path.replace(/^probe\./, '')}: ${p.message}`).join('; '));
+    if (errors.length > 0) throw new ToolError('input', errors.map((p) => `${p.path.replace(/^probe\./, '')}: ${p.message}`).join('; '));
     const spec = parsed.value;
     return write ? this.probeWrite(spec, request) : this.probeRead(spec, request.count);
   }
@@ -69,18 +72,18 @@ export class ModbusTools implements DriverTools {
     let count = spec.count;
     if (countIn !== undefined) {
       // Modbus Application Protocol §6.1-6.4: at most 2000 bits or 125 registers per read.
-      if (!Number.isInteger(countIn) || (countIn as number) < 1 || (countIn as number) > max) throw new DriverToolError('input', `count must be an integer 1..${max} for ${spec.table}`);
+      if (!Number.isInteger(countIn) || (countIn as number) < 1 || (countIn as number) > max) throw new ToolError('input', `count must be an integer 1..${max} for ${spec.table}`);
       count = countIn as number;
-      if (!bits && count < spec.count) throw new DriverToolError('input', `count ${count} is fewer than the ${spec.count} registers of data.type ${spec.dataType}`);
+      if (!bits && count < spec.count) throw new ToolError('input', `count ${count} is fewer than the ${spec.count} registers of data.type ${spec.dataType}`);
     }
-    if (spec.address + count > 65536) throw new DriverToolError('input', `count ${count} from memory.address ${spec.address + 1} runs past the end of the table (65536)`);
+    if (spec.address + count > 65536) throw new ToolError('input', `count ${count} from memory.address ${spec.address + 1} runs past the end of the table (65536)`);
     const res = await this.send(spec.unitId, { fc: READ_FC[spec.table], address: spec.address, quantity: count }, `reading ${spec.table} ${spec.address + 1}`);
     if ('bits' in res) {
       const list = res.bits.slice(0, count);
-      if (list.length < count) throw new DriverToolError('device', `unit ${spec.unitId} sent ${list.length} bits for ${count}`);
+      if (list.length < count) throw new ToolError('device', `unit ${spec.unitId} sent ${list.length} bits for ${count}`);
       return { bits: list, value: list[0], valueType: 'BOOLEAN' };
     }
-    if (!('data' in res) || res.data.length !== count * 2) throw new DriverToolError('device', `unit ${spec.unitId} sent a response of the wrong size`);
+    if (!('data' in res) || res.data.length !== count * 2) throw new ToolError('device', `unit ${spec.unitId} sent a response of the wrong size`);
     const registers: number[] = [];
     for (let i = 0; i < count; i++) registers.push(res.data.readUInt16BE(2 * i));
     const v = decodeRegisters(res.data, spec, 0, spec.count * 2);
@@ -89,12 +92,12 @@ export class ModbusTools implements DriverTools {
 
   private async probeWrite(spec: ModbusChannelSpec, request: Record<string, unknown>): Promise<Record<string, unknown>> {
     // A write changes a machine: only when the request says so in so many words.
-    if (request.confirm !== true) throw new DriverToolError('input', 'a probe with "value" writes to the device: add "confirm": true to send it');
-    if (request.count !== undefined) throw new DriverToolError('input', 'count applies to reads only');
+    if (request.confirm !== true) throw new ToolError('input', 'a probe with "value" writes to the device: add "confirm": true to send it');
+    if (request.count !== undefined) throw new ToolError('input', 'count applies to reads only');
     const given = request.value;
-    if (typeof given !== 'string' && typeof given !== 'number' && typeof given !== 'boolean') throw new DriverToolError('input', 'value must be a string, number or boolean');
+    if (typeof given !== 'string' && typeof given !== 'number' && typeof given !== 'boolean') throw new ToolError('input', 'value must be a string, number or boolean');
     const typed = parseValueText(spec.valueType, String(given));
-    if (typeof typed === 'string') throw new DriverToolError('input', typed);
+    if (typeof typed === 'string') throw new ToolError('input', typed);
     let req: ModbusRequest;
     let written: Record<string, unknown>;
     if (isBitTable(spec.table)) {
@@ -102,7 +105,7 @@ export class ModbusTools implements DriverTools {
       written = { bits: [typed.value] };
     } else {
       const data = encodeRegisters(typed, spec, spec.arrayLength);
-      if (!Buffer.isBuffer(data)) throw new DriverToolError('input', data.error);
+      if (!Buffer.isBuffer(data)) throw new ToolError('input', data.error);
       req = data.length === 2 && !this.config.multipleOnly ? { fc: 6, address: spec.address, value: data.readUInt16BE(0) } : { fc: 16, address: spec.address, data };
       const registers: number[] = [];
       for (let i = 0; i < data.length; i += 2) registers.push(data.readUInt16BE(i));
@@ -112,15 +115,15 @@ export class ModbusTools implements DriverTools {
     return { written: true, ...written, value: jsonValue(typed), valueType: typed.type };
   }
 
-  /** One attended request; an exception response or a failed line is a DriverToolError. */
+  /** One attended request; an exception response or a failed line is a ToolError. */
   private async send(unitId: number, req: ModbusRequest, what: string): Promise<ModbusResponse> {
     let res: ModbusResponse;
     try {
       res = await this.client.request(unitId, req, this.attended);
     } catch (err) {
-      throw new DriverToolError('device', (err as Error).message);
+      throw new ToolError('device', (err as Error).message);
     }
-    if ('exception' in res) throw new DriverToolError('device', `Modbus exception ${res.exception} (${exceptionName(res.exception)}) for ${what} on unit ${unitId}`);
+    if ('exception' in res) throw new ToolError('device', `Modbus exception ${res.exception} (${exceptionName(res.exception)}) for ${what} on unit ${unitId}`);
     return res;
   }
 }
