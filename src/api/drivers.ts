@@ -56,6 +56,14 @@ export function driversFamily(drivers: DriverInstances): Family {
         },
       },
       {
+        method: 'GET',
+        path: ':pid/units/:unit/identification',
+        handler: (req) => {
+          const identify = toolOf(req, 'identify');
+          return run(() => identify(req.params.unit!));
+        },
+      },
+      {
         method: 'EXEC',
         path: ':pid/_probe',
         handler: async (req) => {

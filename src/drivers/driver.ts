@@ -91,6 +91,8 @@ export interface DriverTools {
   probe?(request: Record<string, unknown>): Promise<Record<string, unknown>>;
   /** The last exchanges on the driver's line, oldest first; `frames` adds the raw frames. */
   requestLog?(frames: boolean): Record<string, unknown>[];
+  /** A device's identification objects by name; `unit` is the path segment as given. */
+  identify?(unit: string): Promise<Record<string, unknown>>;
 }
 
 

@@ -222,6 +222,50 @@ t.test('inter.request.delay: its maximum, and one past it', async (t) => {
   }
 });
 
+t.test('Read Device Identification (FC 43 / MEI 14)', async (t) => {
+  if (!havePeers(t, 'pymodbus')) return;
+  const identity = {
+    VendorName: 'Acme Pumps', ProductCode: 'P-7', MajorMinorRevision: '2.4',
+    // Long regular objects: together they do not fit one response, so the device says "more follows".
+    VendorUrl: `https://acme.example/${'u'.repeat(90)}`, ProductName: `Pump ${'p'.repeat(90)}`, ModelName: `M ${'m'.repeat(90)}`, UserApplicationName: 'station 3',
+  };
+  const dev = await startPyModbusTcp(t, { units: [1], identity });
+  // A device without function 43 answers exception 1 (ILLEGAL FUNCTION); pymodbus implements it,
+  // so this one is played by the test: every request gets that exception.
+  const net = await import('node:net');
+  const refusing = net.createServer((sock) => sock.on('data', (b) => {
+    if (b.length >= 8) sock.write(Buffer.concat([b.subarray(0, 4), Buffer.from([0, 3, b[6]!, b[7]! | 0x80, 1])]));
+  }));
+  await new Promise<void>((r) => refusing.listen(0, '127.0.0.1', r));
+  t.teardown(() => refusing.close());
+  const d = await startDaemon(t, {
+    identities: IDENTITIES,
+    drivers: {
+      plc: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'modbus.timeout': 500, 'modbus.transaction.retry': 0 },
+      old: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': (refusing.address() as { port: number }).port, 'modbus.timeout': 500 },
+      sim: { factory: 'simulator' },
+    },
+  });
+  const op = tools(d);
+  let r = await op.get('plc/units/1/identification');
+  t.equal(r.status, 200, r.body);
+  t.same(r.json(), identity, 'the basic objects, then the regular ones');
+  const log = (await op.get('plc/_log')).json().filter((e: { function: number }) => e.function === 43);
+  t.ok(log.length >= 3, `one basic and several regular requests (${log.length}): the streams read to their end`);
+  r = await op.get('old/units/1/identification');
+  t.equal(r.status, 502);
+  t.match(r.json().error, /Modbus exception 1 \(ILLEGAL FUNCTION\) for reading the device identification on unit 1/);
+  for (const unit of ['256', '-1', 'x', '1.5', '0001']) {
+    r = await op.get(`plc/units/${unit}/identification`);
+    t.equal(r.status, 400, `unit ${unit}`);
+    t.match(r.json().error, /unit must be an integer 0\.\.255/);
+  }
+  t.equal((await op.get('plc/units/255/identification')).status, 502, 'unit 255 is asked (no answer)');
+  t.equal((await op.get('nope/units/1/identification')).status, 404);
+  t.equal((await op.get('sim/units/1/identification')).status, 409);
+  t.equal((await tools(d, 'viewer').get('plc/units/1/identification')).status, 403);
+});
+
 t.test('probes on an RTU line go through its queue: no frame of a poll is interleaved', async (t) => {
   if (!havePeers(t, 'pymodbus', 'socat', 'stty')) return;
   const dev = await startPyModbusRtu(t, { units: [1, 2], baud: 19200 });

@@ -226,7 +226,7 @@ export class ModbusDriverImpl implements ModbusDriver {
   private async writeGroup(g: WriteItem[]): Promise<string | undefined> {
     const { unitId, table, address } = g[0];
     const multiple = this.config.multipleOnly;
-    const reqs: ModbusRequest[] = [];
+    const reqs: Exclude<ModbusRequest, { fc: 43 }>[] = [];
     if (g[0].data) {
       const data = Buffer.concat(g.map((it) => it.data!));
       const max = MAX_WRITE_REGISTERS * 2;

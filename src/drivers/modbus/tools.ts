@@ -32,6 +32,11 @@ function jsonValue(v: { type: ValueType; value: unknown }): unknown {
   return v.value;
 }
 
+/** Object names of Read Device Identification (Modbus Application Protocol §6.21). */
+const OBJECT_NAMES: Readonly<Record<number, string>> = Object.freeze({
+  0: 'VendorName', 1: 'ProductCode', 2: 'MajorMinorRevision', 3: 'VendorUrl', 4: 'ProductName', 5: 'ModelName', 6: 'UserApplicationName',
+});
+
 export class ModbusTools implements DriverTools {
   constructor(
     private readonly config: ModbusInstanceConfig,
@@ -113,6 +118,38 @@ export class ModbusTools implements DriverTools {
     }
     await this.send(spec.unitId, req, `writing ${spec.table} ${spec.address + 1}`);
     return { written: true, ...written, value: jsonValue(typed), valueType: typed.type };
+  }
+
+  /**
+   * Read Device Identification (§6.21, MEI type 14): the basic objects, then the regular ones when
+   * the device's conformity level offers them, each stream read to its end ("more follows"), with
+   * at most 256 objects asked for in all.
+   */
+  async identify(unitIn: string): Promise<Record<string, unknown>> {
+    const max = this.config.accessType === 'RTU' ? 247 : 255;
+    const min = this.config.accessType === 'RTU' ? 1 : 0;
+    const unit = typeof unitIn === 'string' && /^\d{1,3}$/.test(unitIn) ? Number(unitIn) : NaN;
+    if (!(unit >= min && unit <= max)) throw new ToolError('input', `unit must be an integer ${min}..${max}`);
+    const objects = new Map<number, Buffer>();
+    let conformity = 0;
+    const readStream = async (readCode: number) => {
+      let objectId = 0;
+      for (let requests = 0; requests < 256; requests++) {
+        const res = await this.send(unit, { fc: 43, readCode, objectId }, 'reading the device identification');
+        if (!('objects' in res)) throw new ToolError('device', `unit ${unit} sent a response of the wrong kind`);
+        conformity = res.conformity;
+        for (const o of res.objects) objects.set(o.id, o.value);
+        // A device that says more follows but names no later object would loop for ever.
+        if (!res.moreFollows || res.nextObjectId <= objectId || res.objects.length === 0) return;
+        objectId = res.nextObjectId;
+      }
+    };
+    await readStream(1);
+    // Conformity level (§6.21 table): 0x02/0x82 regular, 0x03/0x83 extended, both include regular.
+    if ((conformity & 0x7f) >= 2) await readStream(2);
+    const out: Record<string, unknown> = {};
+    for (const [id, value] of [...objects].sort((a, b) => a[0] - b[0])) out[OBJECT_NAMES[id] ?? `0x${id.toString(16).padStart(2, '0')}`] = value.toString('latin1');
+    return out;
   }
 
   /** One attended request; an exception response or a failed line is a ToolError. */
