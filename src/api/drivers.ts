@@ -5,7 +5,7 @@
 // when the instance has no such tool or is not attached, 502 when the device or line failed.
 
 import { RequestError } from '../core/errors.js';
-import { rawJson, type CoreRequest, type Family } from '../core/family.js';
+import { TextReply, rawJson, type CoreRequest, type Family } from '../core/family.js';
 import { JsonNumber } from '../core/json.js';
 import { isPlainObject } from '../core/schema.js';
 import type { DriverPool } from '../assets/service.js';
@@ -63,6 +63,18 @@ export function driversFamily(drivers: DriverInstances): Family {
           return run(() => identify(req.params.unit!));
         },
       },
+      {
+        method: 'EXEC',
+        path: ':pid/_scan',
+        handler: async (req) => {
+          const start = toolOf(req, 'startScan');
+          const body = await objectBody(req);
+          const { id } = start(body);
+          return new TextReply('application/json', JSON.stringify({ id }), { location: `/services/drivers/${encodeURIComponent(req.params.pid!)}/_scan/${id}` }, 202);
+        },
+      },
+      { method: 'GET', path: ':pid/_scan/:id', handler: (req) => run(() => toolOf(req, 'scan')(req.params.id!)) },
+      { method: 'DEL', path: ':pid/_scan/:id', handler: (req) => run(() => toolOf(req, 'cancelScan')(req.params.id!)) },
       {
         method: 'EXEC',
         path: ':pid/_probe',

@@ -120,12 +120,16 @@ export class RawJson {
 }
 export const rawJson = (text: string): RawJson => new RawJson(text);
 
-/** A reply that is not JSON (a CSV file): REST sends it with its content type, MQTT as the body. */
+/**
+ * A reply with its own content type (a CSV file) or status (202 for a job started): REST sends
+ * both, MQTT the text as the body.
+ */
 export class TextReply {
   constructor(
     readonly contentType: string,
     readonly text: string,
     readonly headers: Record<string, string> = {},
+    readonly status = 200,
   ) {}
 }
 

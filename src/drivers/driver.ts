@@ -93,6 +93,12 @@ export interface DriverTools {
   requestLog?(frames: boolean): Record<string, unknown>[];
   /** A device's identification objects by name; `unit` is the path segment as given. */
   identify?(unit: string): Promise<Record<string, unknown>>;
+  /** Starts a scan for the units that answer; resolves with its id at once. */
+  startScan?(request: Record<string, unknown>): { id: string };
+  /** A scan's state, progress and what it found; a ToolError `missing` for an unknown id. */
+  scan?(id: string): Record<string, unknown>;
+  /** Cancels a scan (a finished one stays as it is). */
+  cancelScan?(id: string): Record<string, unknown>;
 }
 
 

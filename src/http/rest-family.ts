@@ -37,7 +37,7 @@ function reply(ctx: RequestContext, result: unknown): void {
   if (result instanceof JsonPieces) return ctx.stream(200, result.pieces, 'application/json', result.close);
   // REST has no metrics: a native reply is its status and its body, as text.
   if (result instanceof PayloadReply) return result.body === undefined ? ctx.empty(result.status) : ctx.text(result.status, result.body);
-  if (result instanceof TextReply) return ctx.send(200, result.text, result.contentType, result.headers);
+  if (result instanceof TextReply) return ctx.send(result.status, result.text, result.contentType, result.headers);
   const text = replyText(result);
   if (text === undefined) ctx.empty(200);
   else ctx.rawJson(200, text);

@@ -266,6 +266,84 @@ t.test('Read Device Identification (FC 43 / MEI 14)', async (t) => {
   t.equal((await tools(d, 'viewer').get('plc/units/1/identification')).status, 403);
 });
 
+t.test('scan: the units that answer, progress, cancel, one per line, between the polls', async (t) => {
+  if (!havePeers(t, 'pymodbus')) return;
+  const dev = await startPyModbusTcp(t, { units: [1, 3, 5], identity: { VendorName: 'Acme', ProductCode: 'P-7', MajorMinorRevision: '1.0' } });
+  const d = await startDaemon(t, {
+    identities: IDENTITIES,
+    drivers: {
+      plc: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'modbus.timeout': 200, 'modbus.transaction.retry': 0 },
+      sim: { factory: 'simulator' },
+    },
+    assets: { pump: { 'driver.pid': 'plc', 'poll.interval': 20, channels: { a: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'memory.address': 2 } } } },
+  });
+  const op = tools(d);
+  const post = (pid: string, body: unknown) => op.request(`/services/drivers/${pid}/_scan`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const until = async (pid: string, id: string) => {
+    for (let i = 0; i < 300; i++) {
+      const s = (await op.get(`${pid}/_scan/${id}`)).json();
+      if (s.state !== 'RUNNING') return s;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('scan did not end');
+  };
+
+  let r = await post('plc', { units: [1, 6], identify: true });
+  t.equal(r.status, 202, r.body);
+  const { id } = r.json();
+  t.match(r.headers.location, `/services/drivers/plc/_scan/${id}`);
+  t.equal((await post('plc', { units: [1, 2] })).status, 409, 'one scan per line at a time');
+  const running = (await op.get(`plc/_scan/${id}`)).json();
+  t.ok(running.progress >= 0 && running.progress <= 1, 'progress between 0 and 1');
+  const done = await until('plc', id);
+  t.equal(done.state, 'DONE');
+  t.equal(done.progress, 1);
+  t.same(done.found.map((f: { unit: number }) => f.unit), [1, 3, 5], 'the units that answer');
+  t.same(done.found[1].identification, { VendorName: 'Acme', ProductCode: 'P-7', MajorMinorRevision: '1.0' });
+  // Never more than one scan request before the line's polls get their turn again.
+  const log = (await op.get('plc/_log')).json() as { unit: number; function: number; address: number }[];
+  const scanAt = log.map((e, i) => (e.function === 3 && e.address === 1 ? i : -1)).filter((i) => i >= 0);
+  t.ok(scanAt.length >= 4, 'the scan requests are in the log');
+  for (let k = 1; k < scanAt.length; k++) {
+    const between = log.slice(scanAt[k - 1]! + 1, scanAt[k]!);
+    if (!between.some((e) => e.unit === 1 && e.address === 2)) t.fail(`scan requests ${k - 1} and ${k} with no poll between`);
+  }
+  t.pass('a poll between every two scan requests');
+
+  r = await post('plc', { units: [0, 255] });
+  const big = r.json().id;
+  await new Promise((r) => setTimeout(r, 300));
+  r = await op.request(`/services/drivers/plc/_scan/${big}`, { method: 'DELETE' });
+  t.equal(r.status, 200);
+  t.equal(r.json().state, 'CANCELLED');
+  const progress = r.json().progress;
+  t.ok(progress < 1, `stopped part way (${progress})`);
+  await new Promise((r) => setTimeout(r, 500));
+  t.equal((await op.get(`plc/_scan/${big}`)).json().progress, progress, 'and sends nothing more');
+  t.equal((await post('plc', { units: [1, 1] })).status, 202, 'the line is free for another scan');
+
+  const bad: [unknown, RegExp][] = [
+    [{ units: [0, 256] }, /units must be \[from, to\], integers 0\.\.255/],
+    [{ units: [-1, 3] }, /units/],
+    [{ units: [5, 1] }, /from <= to/],
+    [{ units: [1] }, /units/],
+    [{}, /units/],
+    [{ units: [1, 2], identify: 'yes' }, /identify/],
+    [{ units: [1, 2], baudRates: [9600] }, /not available/],
+    [{ units: [1, 2], speed: 1 }, /unknown key "speed"/],
+  ];
+  for (const [body, re] of bad) {
+    const r = await post('plc', body);
+    t.equal(r.status, 400, JSON.stringify(body));
+    t.match(r.json().error, re);
+  }
+  t.equal((await op.get('plc/_scan/nope')).status, 404);
+  t.equal((await op.request('/services/drivers/plc/_scan/nope', { method: 'DELETE' })).status, 404);
+  t.equal((await post('sim', { units: [1, 2] })).status, 409);
+  t.equal((await post('nope', { units: [1, 2] })).status, 404);
+  t.equal((await tools(d, 'viewer').get(`plc/_scan/${id}`)).status, 403);
+});
+
 t.test('probes on an RTU line go through its queue: no frame of a poll is interleaved', async (t) => {
   if (!havePeers(t, 'pymodbus', 'socat', 'stty')) return;
   const dev = await startPyModbusRtu(t, { units: [1, 2], baud: 19200 });

@@ -61,6 +61,8 @@ export class ModbusClient {
   private closed = false;
   /** The last exchanges on this line (docs/drivers.md "Commissioning tools"). */
   readonly log = new RequestLog();
+  /** The scan running on this line, if any: one at a time per line (docs/drivers.md "Commissioning tools"). */
+  activeScan: string | undefined;
   /** monotonicNow() when the last exchange ended. */
   private lastEnd = -Infinity;
   private readonly interRequestDelay: number;

@@ -250,6 +250,7 @@ export class ModbusDriverImpl implements ModbusDriver {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.tools.close();
     await this.release();
   }
 }

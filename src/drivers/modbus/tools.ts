@@ -3,6 +3,7 @@
 // sent through the line's transaction queue (client.ts), so it never interleaves a poll's frame;
 // the line's request log.
 
+import { randomUUID } from 'node:crypto';
 import type { ValueType } from '../../channels/types.js';
 import { parseValueText } from '../../channels/values.js';
 import { ToolError } from '../../core/errors.js';
@@ -37,11 +38,99 @@ const OBJECT_NAMES: Readonly<Record<number, string>> = Object.freeze({
   0: 'VendorName', 1: 'ProductCode', 2: 'MajorMinorRevision', 3: 'VendorUrl', 4: 'ProductName', 5: 'ModelName', 6: 'UserApplicationName',
 });
 
+/** Scan requests per second at most, so that a scan leaves most of the line to the polls. */
+export const SCAN_RATE = 10;
+/** Finished scans an instance remembers (the oldest is forgotten first). */
+const SCANS_KEPT = 8;
+
+interface Scan {
+  id: string;
+  state: 'RUNNING' | 'DONE' | 'CANCELLED';
+  total: number;
+  done: number;
+  found: { unit: number; identification?: Record<string, unknown> }[];
+}
+
 export class ModbusTools implements DriverTools {
+  private readonly scans = new Map<string, Scan>();
+  private closed = false;
+
   constructor(
     private readonly config: ModbusInstanceConfig,
     private readonly client: ModbusClient,
   ) {}
+
+  /** Stops this instance's scans (the driver is closing). */
+  close(): void {
+    this.closed = true;
+    for (const s of this.scans.values()) if (s.state === 'RUNNING') s.state = 'CANCELLED';
+  }
+
+  /**
+   * Asks each unit of `units: [from, to]` one read (holding register 1): any answer, an exception
+   * included, means the unit is there. One request at a time in the line's queue, at most
+   * SCAN_RATE a second, no retry; `identify: true` also reads the identification of each found.
+   */
+  startScan(request: Record<string, unknown>): { id: string } {
+    const allowed = ['units', 'identify', 'baudRates', 'parities'];
+    const unknown = Object.keys(request).find((k) => !allowed.includes(k));
+    if (unknown !== undefined) throw new ToolError('input', `unknown key ${JSON.stringify(unknown.slice(0, 40))}; a scan takes units, identify`);
+    if (request.baudRates !== undefined || request.parities !== undefined) {
+      throw new ToolError('input', 'a sweep of baudRates and parities is not available yet: scan at the line\'s own settings');
+    }
+    const min = this.config.accessType === 'RTU' ? 1 : 0;
+    const max = this.config.accessType === 'RTU' ? 247 : 255;
+    const units = request.units;
+    const ok = Array.isArray(units) && units.length === 2 && units.every((u) => Number.isInteger(u) && u >= min && u <= max) && units[0] <= units[1];
+    if (!ok) throw new ToolError('input', `units must be [from, to], integers ${min}..${max} with from <= to`);
+    if (request.identify !== undefined && typeof request.identify !== 'boolean') throw new ToolError('input', 'identify must be true or false');
+    if (this.client.activeScan !== undefined) throw new ToolError('busy', `a scan is already running on ${this.client.label} (${this.client.activeScan})`);
+    const [from, to] = units as [number, number];
+    const scan: Scan = { id: randomUUID(), state: 'RUNNING', total: to - from + 1, done: 0, found: [] };
+    for (const [id, s] of this.scans) if (this.scans.size >= SCANS_KEPT && s.state !== 'RUNNING') this.scans.delete(id);
+    this.scans.set(scan.id, scan);
+    this.client.activeScan = scan.id;
+    void this.runScan(scan, from, to, request.identify === true).finally(() => {
+      if (this.client.activeScan === scan.id) this.client.activeScan = undefined;
+    });
+    return { id: scan.id };
+  }
+
+  private async runScan(scan: Scan, from: number, to: number, identify: boolean): Promise<void> {
+    let lastStart = -Infinity;
+    for (let unit = from; unit <= to; unit++) {
+      if (scan.state !== 'RUNNING' || this.closed) return;
+      const wait = lastStart + 1000 / SCAN_RATE - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (scan.state !== 'RUNNING' || this.closed) return;
+      lastStart = Date.now();
+      const answered = await this.client.request(unit, { fc: 3, address: 0, quantity: 1 }, this.attended).then(() => true, () => false);
+      // A scan cancelled while its last request was on the wire stays as it was when cancelled.
+      if (scan.state !== 'RUNNING') return;
+      if (answered) {
+        const entry: Scan['found'][number] = { unit };
+        if (identify) entry.identification = await this.identify(String(unit)).catch(() => undefined);
+        if (scan.state !== 'RUNNING') return;
+        scan.found.push(entry);
+      }
+      scan.done++;
+    }
+    if (scan.state === 'RUNNING') scan.state = 'DONE';
+  }
+
+  scan(id: string): Record<string, unknown> {
+    const s = this.scans.get(id);
+    if (!s) throw new ToolError('missing', `Scan not found: ${id.slice(0, 60)}`);
+    return { id: s.id, state: s.state, progress: s.total === 0 ? 1 : s.done / s.total, found: s.found.map((f) => ({ ...f })) };
+  }
+
+  cancelScan(id: string): Record<string, unknown> {
+    const s = this.scans.get(id);
+    if (!s) throw new ToolError('missing', `Scan not found: ${id.slice(0, 60)}`);
+    if (s.state === 'RUNNING') s.state = 'CANCELLED';
+    if (this.client.activeScan === id) this.client.activeScan = undefined;
+    return this.scan(id);
+  }
 
   /** The options of a request a technician asked for: no retry, no back-off either way. */
   private get attended(): RequestOptions {
