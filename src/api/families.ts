@@ -17,6 +17,7 @@ import { assetsFamily } from './assets.js';
 import { assetStatusFamily } from './asset-status.js';
 import { assetChannelsCsvFamily } from './asset-channels-csv.js';
 import { driversFamily, type DriverInstances } from './drivers.js';
+import { assetHistoryFamily } from './asset-history.js';
 import { assetV1Family } from './asset-v1/handler.js';
 import { systemFamily, type SystemDeps } from './system.js';
 import { identityFamily } from './identity.js';
@@ -40,6 +41,7 @@ export function families(d: FamilyDeps): Family[] {
     assetsFamily(d.assets), //                   REST /services/assets
     assetV1Family(d.assets), //                  MQTT ASSET-V1
     assetStatusFamily(d.assets), //              REST /services/assets/{pid}/_status
+    assetHistoryFamily(d.assets), //             REST /services/assets/{pid}/_history
     driversFamily(d.assets.drivers), //          REST /services/drivers/{pid}/_probe, …
     systemFamily(d.http, d.system), //           REST /services/system/v1
     identityFamily(d.auth), //                   REST /services/identity/v1
