@@ -15,6 +15,9 @@ import type { ConfigurationService } from '../configuration/service.js';
 import type { DeploymentService } from '../deploy/service.js';
 import { assetsFamily } from './assets.js';
 import { assetStatusFamily } from './asset-status.js';
+import { assetChannelsCsvFamily } from './asset-channels-csv.js';
+import { driversFamily, type DriverInstances } from './drivers.js';
+import { assetHistoryFamily } from './asset-history.js';
 import { assetV1Family } from './asset-v1/handler.js';
 import { systemFamily, type SystemDeps } from './system.js';
 import { identityFamily } from './identity.js';
@@ -27,7 +30,7 @@ import { inventoryFamilies } from './inventory.js';
 import { keystoresMqttFamily, keystoresRestFamily, type KeystoreDeps } from './keystores.js';
 
 export interface FamilyDeps {
-  assets: AssetService & { pollStatus(pid: string): PollStatus };
+  assets: AssetService & { pollStatus(pid: string): PollStatus; readonly drivers: DriverInstances };
   auth: AuthLayer;
   http: HttpServer;
   system: SystemDeps;
@@ -43,9 +46,12 @@ export function families(d: FamilyDeps): Family[] {
     assetsFamily(d.assets), //                   REST /services/assets
     assetV1Family(d.assets), //                  MQTT ASSET-V1
     assetStatusFamily(d.assets), //              REST /services/assets/{pid}/_status
+    assetHistoryFamily(d.assets), //             REST /services/assets/{pid}/_history
+    driversFamily(d.assets.drivers), //          REST /services/drivers/{pid}/_probe, …
     systemFamily(d.http, d.system), //           REST /services/system/v1
     identityFamily(d.auth), //                   REST /services/identity/v1
     ...(d.configuration ? [configurationFamily(d.configuration), confV1Family(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2 and CONF-V1
+    ...(d.configuration ? [assetChannelsCsvFamily(d.configuration)] : []), // REST /services/assets/{pid}/_channels.csv
     deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
     commandFamily(d.system.config, d.log), //     MQTT CMD-V1, while command.enabled

@@ -59,6 +59,11 @@ export class DriverPool {
     return this.slots.get(id)?.driver;
   }
 
+  /** The factory name of driver instance `id`, attached or not; undefined for no such instance. */
+  factoryOf(id: string): string | undefined {
+    return this.slots.get(id)?.config.factory;
+  }
+
   private attach(slot: DriverSlot): void {
     const f = this.registry.get(slot.config.factory);
     if (!f || slot.driver) return;

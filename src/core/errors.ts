@@ -5,6 +5,7 @@
 //   'json'   REST `{"message": detail}` (Kura's JAX-RS services: session, configuration/v2, …);
 //            over MQTT `response.code` = status and the same JSON as the body, no
 //            `response.exception.message` (Kura's JaxRsRequestHandlerProxy);
+//   'error'  REST and MQTT `{"error": detail}` (gatewayd's commissioning tools, docs/rest-api.md "drivers");
 //   'text'   REST `text/plain` detail (Kura's deploy/v2 and assets services);
 //   'native' MQTT only, Kura's native applications (ASSET-V1, DEPLOY-V2): `response.code` and, when
 //            there is a detail, `response.exception.message` = KuraException text (`Bad request. …`);
@@ -16,7 +17,7 @@
 // HttpError (src/http/context.ts) is a RequestError, so everything the HTTP layer throws (body
 // limits, 415, 507) reaches MQTT handlers as the same type.
 
-export type ErrorStyle = 'json' | 'text' | 'native' | 'message';
+export type ErrorStyle = 'json' | 'error' | 'text' | 'native' | 'message';
 
 export class RequestError extends Error {
   readonly status: number;
@@ -31,6 +32,20 @@ export class RequestError extends Error {
     Error.stackTraceLimit = limit;
     this.status = status;
     this.detail = detail;
+  }
+}
+
+/**
+ * Why a driver's commissioning tool gave no answer (src/drivers/driver.ts DriverTools), as the
+ * status a client sees: `input` the request is wrong (400), `missing` no such thing (404), `busy`
+ * the tool is in use (409), `device` the device or its line failed (502).
+ */
+export class ToolError extends RequestError {
+  constructor(
+    readonly kind: 'input' | 'missing' | 'busy' | 'device',
+    message: string,
+  ) {
+    super(kind === 'input' ? 400 : kind === 'missing' ? 404 : kind === 'busy' ? 409 : 502, message);
   }
 }
 
@@ -85,5 +100,6 @@ export function mqttError(style: ErrorStyle, err: RequestError): { code: number;
     return { code: err.status, message, replyTooLarge };
   }
   const message = isKapuaCode(err.status) ? undefined : err.detail;
-  return { code: err.status, message, body: JSON.stringify({ message: err.detail ?? 'An internal error occurred' }), replyTooLarge };
+  const detail = err.detail ?? 'An internal error occurred';
+  return { code: err.status, message, body: JSON.stringify(style === 'error' ? { error: detail } : { message: detail }), replyTooLarge };
 }

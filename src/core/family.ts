@@ -26,13 +26,14 @@
 // A handler receives a `CoreRequest` and returns the reply body: a JSON value (serialised with
 // JSON.stringify), `rawJson(text)` for text already serialised (exact LONGs, Gson field order),
 // `new JsonPieces(iterable)` for text made a piece at a time as it is sent, `new PayloadReply(…)`
-// for what Kura's native applications answer (a status, metrics, a body that is not JSON), or
-// undefined for 200 with an empty body. It throws `RequestError(status, detail)` to answer an
+// for what Kura's native applications answer (a status, metrics, a body that is not JSON),
+// `new TextReply(type, text)` for a document that is not JSON (REST sends its type), or undefined for 200 with an empty body. It throws `RequestError(status, detail)` to answer an
 // error; the family's `errors` style formats it for REST and MQTT (src/core/errors.ts), so a
 // handler never formats an error itself. Anything else thrown is a 500 without details (and one
 // log line). `req.body()` reads the body through the one JSON reader (src/core/json.ts): over REST
 // `Content-Type: application/json` is required (415) and the size is bounded (413); over MQTT it is
-// the payload's body. Undefined for no body.
+// the payload's body. Undefined for no body. `req.bytes({ mediaTypes, limit })` reads a body that is
+// not JSON the same bounded way, and `req.query(name)` a REST query parameter.
 //
 // The request also carries what Kura's RequestHandlerContext gives a handler: over MQTT the
 // request's metrics (typed, src/core/metrics.ts), the device's client id, and `notify(resource,
@@ -104,8 +105,14 @@ export interface CoreRequest {
    * undefined over REST and when the request has no body.
    */
   readonly payload?: Buffer;
-  /** REST: the value of a query parameter (JAX-RS `@QueryParam`); absent over MQTT, which has none. */
-  query?(name: string): string | undefined;
+  /**
+   * The body as bytes, for a resource that is not JSON (a CSV file): over REST its media type must
+   * be one of `mediaTypes` (415 otherwise) and it is bounded by `limit` bytes (413); over MQTT it is
+   * the payload's body. Undefined for no body.
+   */
+  bytes(opts: { mediaTypes: readonly string[]; limit: number }): Promise<Buffer | undefined>;
+  /** A query parameter of the REST URL (the first of that name); undefined over MQTT. */
+  query(name: string): string | undefined;
   /** Publishes a NOTIFY about `resource` to the requester over MQTT; does nothing over REST. */
   notify(resource: string, message: Notification): void;
 }
@@ -121,6 +128,19 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 export const rawJson = (text: string): RawJson => new RawJson(text);
+
+/**
+ * A reply with its own content type (a CSV file) or status (202 for a job started): REST sends
+ * both, MQTT the text as the body.
+ */
+export class TextReply {
+  constructor(
+    readonly contentType: string,
+    readonly text: string,
+    readonly headers: Record<string, string> = {},
+    readonly status = 200,
+  ) {}
+}
 
 /**
  * JSON text made a piece at a time while it is sent, for a reply too large to hold whole: REST
@@ -219,6 +239,7 @@ export function replyText(result: unknown): string | undefined {
   if (result === undefined) return undefined;
   if (result instanceof RawJson) return result.text;
   if (result instanceof PayloadReply) return result.body;
+  if (result instanceof TextReply) return result.text;
   return JSON.stringify(result);
 }
 

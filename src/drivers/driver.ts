@@ -62,6 +62,8 @@ export interface DeviceStatus {
   responses: number;
   timeouts: number;
   exceptions: number;
+  /** Attempts the line could not carry (connection refused or lost, port unusable); drivers without a line leave it out. */
+  connectionFailures?: number;
   /** Until when (ms since the epoch) requests to it fail at once; 0 when not backed off. */
   backoffUntil: number;
 }
@@ -75,7 +77,30 @@ export interface Driver {
   close(): Promise<void>;
   /** Optional: counters per device the driver talks to (none for drivers without units). */
   devices?(): DeviceStatus[];
+  /** Optional: commissioning tools (docs/drivers.md "Commissioning tools"); absent: the driver has none. */
+  readonly tools?: DriverTools;
 }
+
+/**
+ * A driver's commissioning tools, reached over REST at `/services/drivers/{pid}/…`: requests a
+ * technician makes without an asset. Each goes through the driver's own request queue, like a
+ * poll's request. A tool refuses bad input and reports a device's failure with ToolError (src/core/errors.ts).
+ */
+export interface DriverTools {
+  /** One read (or, with `confirm`, one write) described by the request's properties. */
+  probe?(request: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** The last exchanges on the driver's line, oldest first; `frames` adds the raw frames. */
+  requestLog?(frames: boolean): Record<string, unknown>[];
+  /** A device's identification objects by name; `unit` is the path segment as given. */
+  identify?(unit: string): Promise<Record<string, unknown>>;
+  /** Starts a scan for the units that answer; resolves with its id at once. */
+  startScan?(request: Record<string, unknown>): { id: string };
+  /** A scan's state, progress and what it found; a ToolError `missing` for an unknown id. */
+  scan?(id: string): Record<string, unknown>;
+  /** Cancels a scan (a finished one stays as it is). */
+  cancelScan?(id: string): Record<string, unknown>;
+}
+
 
 import type { Problem } from '../core/schema.js';
 export type { Problem };

@@ -2,10 +2,11 @@
 // the route's role (else the family's) on each, checked by the authorisation stage, and the
 // family's error style as the API family's error shape.
 
-import { jsonFamily, textFamily, type HttpServer } from './server.js';
-import { readJsonBody } from './body.js';
+import { errorJsonFamily, jsonFamily, textFamily, type HttpServer } from './server.js';
+import { mediaType, readBody, readJsonBody } from './body.js';
+import { HttpError } from './context.js';
 import type { RequestContext } from './context.js';
-import { JsonPieces, PayloadReply, replyText, restOf, roleOf, type CoreRequest, type Family, type Method } from '../core/family.js';
+import { JsonPieces, PayloadReply, TextReply, replyText, restOf, roleOf, type CoreRequest, type Family, type Method } from '../core/family.js';
 import { isThenable } from '../core/thenable.js';
 
 export interface RestMountOptions {
@@ -18,7 +19,7 @@ export interface RestMountOptions {
 export function mountRest(server: HttpServer, family: Family, opts: RestMountOptions): void {
   if (family.rest === undefined) throw new Error(`family ${family.name} has no REST base`);
   if (family.errors === 'native' || family.errors === 'message') throw new Error(`family ${family.name}: the ${family.errors} error style is MQTT only`);
-  const api = family.errors === 'json' ? jsonFamily(family.name) : textFamily(family.name);
+  const api = family.errors === 'json' ? jsonFamily(family.name) : family.errors === 'error' ? errorJsonFamily(family.name) : textFamily(family.name);
   for (const route of family.routes) {
     const { method, path } = restOf(family, route);
     // Not an async function: a synchronous handler answers without a promise; an asynchronous
@@ -36,6 +37,7 @@ function reply(ctx: RequestContext, result: unknown): void {
   if (result instanceof JsonPieces) return ctx.stream(200, result.pieces, 'application/json', result.close);
   // REST has no metrics: a native reply is its status and its body, as text.
   if (result instanceof PayloadReply) return result.body === undefined ? ctx.empty(result.status) : ctx.text(result.status, result.body);
+  if (result instanceof TextReply) return ctx.send(result.status, result.text, result.contentType, result.headers);
   const text = replyText(result);
   if (text === undefined) ctx.empty(200);
   else ctx.rawJson(200, text);
@@ -78,9 +80,21 @@ class RestRequest implements CoreRequest {
     return readJsonBody(this.ctx, { limit: o?.limit ?? this.opts.bodyLimit, exact: o?.exact });
   }
 
+  async bytes(o: { mediaTypes: readonly string[]; limit: number }): Promise<Buffer | undefined> {
+    const h = this.ctx.req.headers;
+    if (h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0')) return undefined;
+    const mt = mediaType(this.ctx);
+    if (!o.mediaTypes.includes(mt)) {
+      this.ctx.req.resume();
+      throw new HttpError(415, `${mt === '' ? 'No Content-Type' : `Unsupported content type ${JSON.stringify(mt)}`}: expected ${o.mediaTypes.join(' or ')}`);
+    }
+    return readBody(this.ctx, o.limit);
+  }
+
   query(name: string): string | undefined {
-    const q = this.ctx.req.url?.indexOf('?') ?? -1;
-    return q < 0 ? undefined : new URLSearchParams(this.ctx.req.url!.slice(q + 1)).get(name) ?? undefined;
+    const url = this.ctx.req.url ?? '';
+    const at = url.indexOf('?');
+    return at < 0 ? undefined : (new URLSearchParams(url.slice(at + 1)).get(name) ?? undefined);
   }
 
   /** No one to notify over REST: the answer is the whole reply. */

@@ -52,6 +52,15 @@ export const jsonFamily = (name: string): ApiFamily => ({
   },
 });
 
+/** Errors as `{"error": message}` (gatewayd's commissioning tools, docs/rest-api.md "drivers"). */
+export const errorJsonFamily = (name: string): ApiFamily => ({
+  name,
+  onError(ctx, err) {
+    if (err.bodiless) ctx.empty(err.status, err.headers);
+    else ctx.json(err.status, { error: err.message }, err.headers);
+  },
+});
+
 export const textFamily = (name: string): ApiFamily => ({
   name,
   onError(ctx, err) {

@@ -43,6 +43,8 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
           clientId: ctx.clientId,
           body: async (o) => readJsonBytes(req.body, o),
           payload: req.body,
+          bytes: async () => req.body,
+          query: () => undefined,
           notify: (resource, message) => ctx.notify(resource, message),
         };
         const result = await m.handler.handler(core);

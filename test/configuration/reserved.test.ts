@@ -241,6 +241,8 @@ t.test('a requester over MQTT without kura.admin is refused with 400 and the mes
       metrics: transport === 'mqtt' ? [] : undefined,
       clientId: transport === 'mqtt' ? 'device' : undefined,
       body: async () => ({ configs: [{ pid: MQTT, properties }], takeSnapshot: false }),
+      bytes: async () => undefined,
+      query: () => undefined,
       notify: () => {},
     } satisfies CoreRequest) as Promise<unknown>;
   const err = (await ask(['rest.configuration'], 'mqtt', { 'broker-url': S('mqtt://attacker.example:1883') }).catch((e) => e)) as RequestError;

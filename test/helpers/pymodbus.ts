@@ -91,6 +91,8 @@ interface Options {
   units?: number[];
   size?: number;
   baud?: number;
+  /** Read Device Identification objects (FC 43 / MEI 14) by name: VendorName, ProductCode, MajorMinorRevision, VendorUrl, ProductName, ModelName, UserApplicationName. */
+  identity?: Record<string, string>;
 }
 
 class Device implements PyModbusDevice {
@@ -131,7 +133,7 @@ class Device implements PyModbusDevice {
   }
 
   async start(): Promise<void> {
-    const args = [SCRIPT, '--units', (this.opts.units ?? [1]).join(','), '--size', String(this.opts.size ?? 1000)];
+    const args = [SCRIPT, '--units', (this.opts.units ?? [1]).join(','), '--size', String(this.opts.size ?? 1000), ...(this.opts.identity ? ['--identity', JSON.stringify(this.opts.identity)] : [])];
     if (this.kind === 'tcp') args.push('--tcp', String(this.port));
     else args.push('--rtu', this.devicePty, '--baud', String(this.opts.baud ?? 9600));
     const proc = spawn(PYTHON, args, { stdio: ['pipe', 'pipe', 'pipe'] });

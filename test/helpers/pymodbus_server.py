@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A real Modbus device for the tests: Debian's pymodbus (3.0.x API), TCP or RTU.
 
-Usage: pymodbus_server.py (--tcp PORT | --rtu DEVICE [--baud N]) [--units 1,2] [--size N]
+Usage: pymodbus_server.py (--tcp PORT | --rtu DEVICE [--baud N]) [--units 1,2] [--size N] [--identity JSON]
 
 Each unit has COILS, DISCRETE_INPUTS, INPUT_REGISTERS and HOLDING_REGISTERS of --size entries at
 PDU addresses 0..size-1 (zero_mode, so PDU address == datastore index; Kura address 1 == PDU 0).
@@ -23,6 +23,7 @@ import asyncio
 import json
 import sys
 
+from pymodbus.device import ModbusDeviceIdentification
 from pymodbus.datastore import (ModbusSequentialDataBlock, ModbusServerContext,
                                 ModbusSlaveContext)
 from pymodbus.framer.rtu_framer import ModbusRtuFramer
@@ -126,18 +127,20 @@ async def main():
     parser.add_argument("--baud", type=int, default=9600)
     parser.add_argument("--units", default="1")
     parser.add_argument("--size", type=int, default=1000)
+    parser.add_argument("--identity", help="JSON object: Read Device Identification objects by name")
     args = parser.parse_args()
+    identity = ModbusDeviceIdentification(info_name=json.loads(args.identity)) if args.identity else None
     context = make_context([int(u) for u in args.units.split(",")], args.size)
 
     if args.tcp is not None:
-        server = ModbusTcpServer(context, ModbusSocketFramer, None, ("127.0.0.1", args.tcp),
+        server = ModbusTcpServer(context, ModbusSocketFramer, identity, ("127.0.0.1", args.tcp),
                                  handler=TcpHandler, allow_reuse_address=True)
         task = asyncio.create_task(server.serve_forever())
         await server.serving
         emit({"ev": "ready", "port": server.server.sockets[0].getsockname()[1]})
     else:
         server = ModbusSerialServer(context, ModbusRtuFramer, port=args.rtu, baudrate=args.baud,
-                                    handler=SerialHandler)
+                                    handler=SerialHandler, identity=identity)
         await server.start()
         task = asyncio.create_task(server.serve_forever())
         emit({"ev": "ready", "port": 0})

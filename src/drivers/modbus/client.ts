@@ -9,10 +9,16 @@
 // probing a dead unit costs the line at most a tenth of its time, then twice as long each time up
 // to `backoffMax` (the driver's `unit.backoff.max`); then one request probes it again. Any answer
 // ends the back-off.
+//
+// Every exchange on the wire is recorded in the line's request log (request-log.ts), and
+// `inter.request.delay` keeps that much silence between the end of one exchange and the next
+// request, for converters and devices that need it (docs/drivers.md "Instance properties").
 
 import type { DeviceStatus } from '../driver.js';
 import { decodeResponse, encodeRequest, isDecodeError, type ModbusRequest, type ModbusResponse } from './pdu.js';
 import { TimeoutError, type LineStats, type Transport } from './transport.js';
+import { RequestLog } from './request-log.js';
+import { monotonicNow } from '../../core/clock.js';
 
 export interface RequestOptions {
   timeout: number;
@@ -20,6 +26,11 @@ export interface RequestOptions {
   retries: number;
   /** Longest back-off of a unit that stopped answering, ms; 0 disables it. */
   backoffMax: number;
+  /**
+   * A request a technician asked for (a probe, a scan): sent even while its unit is backed off, so
+   * that it tells whether the unit answers now.
+   */
+  attended?: boolean;
 }
 
 /** Counters of one unit (device) on a line, for the poll status. */
@@ -27,6 +38,7 @@ export type UnitStats = DeviceStatus;
 
 
 interface UnitState extends UnitStats {
+  connectionFailures: number;
   backoff: number;
   error: string;
 }
@@ -47,8 +59,20 @@ export class ModbusClient {
   readonly receivedAt = new WeakMap<ModbusResponse, number>();
   private readonly units = new Map<number, UnitState>();
   private closed = false;
+  /** The last exchanges on this line (docs/drivers.md "Commissioning tools"). */
+  readonly log = new RequestLog();
+  /** The scan running on this line, if any: one at a time per line (docs/drivers.md "Commissioning tools"). */
+  activeScan: string | undefined;
+  /** monotonicNow() when the last exchange ended. */
+  private lastEnd = -Infinity;
+  private readonly interRequestDelay: number;
 
-  constructor(readonly transport: Transport) {}
+  constructor(
+    readonly transport: Transport,
+    opts: { interRequestDelay?: number } = {},
+  ) {
+    this.interRequestDelay = opts.interRequestDelay ?? 0;
+  }
 
   get label(): string {
     return this.transport.label;
@@ -60,15 +84,15 @@ export class ModbusClient {
 
   private unit(id: number): UnitState {
     let u = this.units.get(id);
-    if (!u) this.units.set(id, (u = { unit: id, requests: 0, responses: 0, timeouts: 0, exceptions: 0, backoffUntil: 0, backoff: 0, error: '' }));
+    if (!u) this.units.set(id, (u = { unit: id, requests: 0, responses: 0, timeouts: 0, exceptions: 0, connectionFailures: 0, backoffUntil: 0, backoff: 0, error: '' }));
     return u;
   }
 
   /** Counters of the given units, in that order. */
   unitStats(ids: Iterable<number>): UnitStats[] {
     return [...ids].map((id) => {
-      const { unit, requests, responses, timeouts, exceptions, backoffUntil } = this.unit(id);
-      return { unit, requests, responses, timeouts, exceptions, backoffUntil: backoffUntil > Date.now() ? backoffUntil : 0 };
+      const { unit, requests, responses, timeouts, exceptions, connectionFailures, backoffUntil } = this.unit(id);
+      return { unit, requests, responses, timeouts, exceptions, connectionFailures, backoffUntil: backoffUntil > Date.now() ? backoffUntil : 0 };
     });
   }
 
@@ -107,7 +131,7 @@ export class ModbusClient {
       const unit = this.unit(job.unitId);
       // Checked when the job's turn comes: a unit found dead by an earlier job of the same poll
       // must not cost a timeout per queued request.
-      if (unit.backoffUntil > Date.now()) {
+      if (unit.backoffUntil > Date.now() && !job.opts.attended) {
         job.reject(new TimeoutError(unit.error));
         continue;
       }
@@ -137,30 +161,48 @@ export class ModbusClient {
       if (this.closed) throw new Error(`${this.label}: driver closed`);
       if (i > 0) this.stats.retries++;
       let pdu: Buffer;
+      if (this.interRequestDelay > 0) {
+        const quiet = this.lastEnd + this.interRequestDelay - monotonicNow();
+        if (quiet > 0) await new Promise((r) => setTimeout(r, Math.ceil(quiet)));
+        if (this.closed) throw new Error(`${this.label}: driver closed`);
+      }
       unit.requests++;
+      const sentAt = Date.now();
+      const started = monotonicNow();
       try {
         pdu = await this.transport.exchange(job.unitId, job.pdu, job.opts.timeout);
       } catch (err) {
-        if (err instanceof TimeoutError) unit.timeouts++;
+        this.lastEnd = monotonicNow();
+        const timeout = err instanceof TimeoutError;
+        // A line that cannot carry the request (connection refused or lost, port unusable) is
+        // counted apart from a unit that does not answer.
+        if (timeout) unit.timeouts++;
+        else unit.connectionFailures++;
+        this.log.add(job.unitId, job.pdu, sentAt, this.lastEnd - started, { result: timeout ? 'timeout' : 'error', error: (err as Error).message });
         last = err as Error;
         continue;
       }
+      this.lastEnd = monotonicNow();
+      const latency = this.lastEnd - started;
       unit.responses++;
       const res = decodeResponse(pdu);
       if (isDecodeError(res)) {
         this.stats.discardedFrames++;
         last = new Error(`${this.label}: malformed response from unit ${job.unitId}: ${res.error}`);
+        this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'error', response: pdu, error: last.message });
         continue;
       }
       if (res.fc !== job.pdu[0]) {
         this.stats.discardedFrames++;
         last = new Error(`${this.label}: unit ${job.unitId} answered function ${res.fc} to function ${job.pdu[0]}`);
+        this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'error', response: pdu, error: last.message });
         continue;
       }
       if ('exception' in res) {
         this.stats.exceptions++;
         unit.exceptions++;
-      }
+        this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'exception', response: pdu, exception: res.exception });
+      } else this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'ok', response: pdu });
       return res;
     }
     if (last instanceof TimeoutError && attempts > 1) {

@@ -21,6 +21,7 @@ export const INSTANCE_KEYS = [
   'read.max.gap',
   'write.multiple.registers.only',
   'unit.backoff.max',
+  'inter.request.delay',
 ] as const;
 
 export const CHANNEL_KEYS = ['unit.id', 'primary.table', 'memory.address', 'data.type', 'data.order', 'array.data.length', 'scale.on.write'] as const;
@@ -60,7 +61,12 @@ export interface ModbusInstanceConfig {
   multipleOnly: boolean;
   /** Longest back-off of a unit that stopped answering, ms (0: no back-off). */
   backoffMax: number;
+  /** Silence kept on the line between the end of one exchange and the next request, ms. */
+  interRequestDelay: number;
 }
+
+/** The longest `inter.request.delay`, ms: beyond it a line with a few units could hardly poll. */
+export const MAX_INTER_REQUEST_DELAY = 10_000;
 
 export interface ModbusChannelSpec {
   unitId: number;
@@ -97,6 +103,7 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
   const maxGap = r.int('read.max.gap', 0, 0, MAX_READ_REGISTERS - 1);
   const multipleOnly = r.bool('write.multiple.registers.only', false);
   const backoffMax = r.duration('unit.backoff.max', 30_000, 'ms', 0, 3_600_000);
+  const interRequestDelay = r.duration('inter.request.delay', 0, 'ms', 0, MAX_INTER_REQUEST_DELAY);
   if (accessType !== 'RTU' && host.trim() === '') r.problem('modbus.tcp-udp.ip', `is required when access.type is ${accessType}`);
   if (accessType === 'RTU' && portName.trim() === '') r.problem('modbus.rtu.port.name', 'is required when access.type is RTU');
   if (accessType === 'RTU' && databits !== 8) {
@@ -118,6 +125,7 @@ export function parseInstance(props: Record<string, unknown>, path: string): Par
       maxGap,
       multipleOnly,
       backoffMax,
+      interRequestDelay,
     },
     problems: r.problems,
   };

@@ -13,6 +13,7 @@ import { decodeRegisters, encodeRegisters, layoutDecoder, type Decoder } from '.
 import type { ModbusRequest, ModbusResponse } from './pdu.js';
 import { planReads, type ReadBlock, type ReadItem } from './plan.js';
 import type { LineStats } from './transport.js';
+import { ModbusTools } from './tools.js';
 
 export interface ModbusDriver extends Driver {
   /** Counters of the line this driver uses (shared with other drivers on the same serial port). */
@@ -69,6 +70,8 @@ export class ModbusDriverImpl implements ModbusDriver {
   private readonly units = new Set<number>();
   private closed = false;
   private lastPlan?: { channels: ChannelConfig[]; blocks: PlannedRead[]; invalid: [number, ChannelResult][] };
+  /** Probe and the other commissioning tools, on this instance's line (docs/drivers.md "Commissioning tools"). */
+  readonly tools: ModbusTools;
 
   constructor(
     private readonly config: ModbusInstanceConfig,
@@ -76,6 +79,7 @@ export class ModbusDriverImpl implements ModbusDriver {
     private readonly release: () => Promise<void>,
   ) {
     this.opts = { timeout: config.timeout, retries: config.retries, backoffMax: config.backoffMax };
+    this.tools = new ModbusTools(config, client);
     const inst = { 'access.type': config.accessType };
     this.spec = channelSpecs((ch, path) => {
       const parsed = parseChannel(ch.driverProps, ch.valueType, path, inst);
@@ -222,7 +226,7 @@ export class ModbusDriverImpl implements ModbusDriver {
   private async writeGroup(g: WriteItem[]): Promise<string | undefined> {
     const { unitId, table, address } = g[0];
     const multiple = this.config.multipleOnly;
-    const reqs: ModbusRequest[] = [];
+    const reqs: Exclude<ModbusRequest, { fc: 43 }>[] = [];
     if (g[0].data) {
       const data = Buffer.concat(g.map((it) => it.data!));
       const max = MAX_WRITE_REGISTERS * 2;
@@ -246,6 +250,7 @@ export class ModbusDriverImpl implements ModbusDriver {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.tools.close();
     await this.release();
   }
 }

@@ -39,15 +39,16 @@ export const modbusFactory: ModbusFactory = {
     // The config layer has validated; a bad value here falls back to its default.
     const { value: config } = parseInstance(props, `drivers.${ctx.id}`);
     const log = ctx.log.child({ driver: ctx.id });
+    const line = { interRequestDelay: config.interRequestDelay };
     if (config.accessType === 'TCP') {
-      const client = new ModbusClient(new TcpTransport(config.tcp.host, config.tcp.port, log));
+      const client = new ModbusClient(new TcpTransport(config.tcp.host, config.tcp.port, log), line);
       return new ModbusDriverImpl(config, client, () => client.close());
     }
     // A serial line, or a converter's TCP port (most accept one connection), is shared.
     const { host, port } = config.tcp;
     const lease = config.accessType === 'RTU'
-      ? ctx.lines.acquire(`modbus-rtu:${path.resolve(config.serial.portName)}`, () => new ModbusClient(new SerialTransport(config.serial, log)), (c) => c.close())
-      : ctx.lines.acquire(`modbus-rtu-tcp:${host}:${port}`, () => new ModbusClient(new TcpTransport(host, port, log, 'rtu')), (c) => c.close());
+      ? ctx.lines.acquire(`modbus-rtu:${path.resolve(config.serial.portName)}`, () => new ModbusClient(new SerialTransport(config.serial, log), line), (c) => c.close())
+      : ctx.lines.acquire(`modbus-rtu-tcp:${host}:${port}`, () => new ModbusClient(new TcpTransport(host, port, log, 'rtu'), line), (c) => c.close());
     if (lease.shared) log.info('modbus line shared with another driver instance; its settings apply', { line: lease.line.label });
     return new ModbusDriverImpl(config, lease.line, lease.release);
   },

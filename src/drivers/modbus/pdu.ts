@@ -12,7 +12,15 @@ export type ModbusRequest =
   | { fc: 6; address: number; value: number }
   | { fc: 15; address: number; values: boolean[] }
   /** `data`: the register bytes, two per register, big-endian as on the wire. */
-  | { fc: 16; address: number; data: Buffer };
+  | { fc: 16; address: number; data: Buffer }
+  /** Read Device Identification (§6.21, MEI type 14): `readCode` 1 basic, 2 regular, 3 extended, 4 one object. */
+  | { fc: 43; readCode: number; objectId: number };
+
+/** One object of a Read Device Identification response (§6.21): its id and its bytes. */
+export interface DeviceObject {
+  id: number;
+  value: Buffer;
+}
 
 export type ModbusResponse =
   /** `bits`: byteCount × 8 bits, LSB of the first byte first (§6.1); the caller keeps what it asked for. */
@@ -21,6 +29,7 @@ export type ModbusResponse =
   | { fc: 5; address: number; value: boolean }
   | { fc: 6; address: number; value: number }
   | { fc: 15 | 16; address: number; quantity: number }
+  | { fc: 43; readCode: number; conformity: number; moreFollows: boolean; nextObjectId: number; objects: DeviceObject[] }
   /** An exception response (§7): `fc` is the function code of the request (without 0x80). */
   | { fc: number; exception: number };
 
@@ -60,8 +69,13 @@ function header(fc: number, a: number, b: number): Buffer {
   return out;
 }
 
+/** The MEI type of Read Device Identification within function 43 (§6.21). */
+export const MEI_DEVICE_IDENTIFICATION = 0x0e;
+
 export function encodeRequest(req: ModbusRequest): Buffer {
   switch (req.fc) {
+    case 43:
+      return Buffer.from([43, MEI_DEVICE_IDENTIFICATION, req.readCode & 0xff, req.objectId & 0xff]);
     case 1:
     case 2:
     case 3:
@@ -83,6 +97,10 @@ export function encodeRequest(req: ModbusRequest): Buffer {
 
 export function encodeResponse(res: ModbusResponse): Buffer {
   if (isException(res)) return Buffer.from([(res.fc | EXCEPTION_BIT) & 0xff, res.exception]);
+  if ('objects' in res) {
+    const head = Buffer.from([43, MEI_DEVICE_IDENTIFICATION, res.readCode, res.conformity, res.moreFollows ? 0xff : 0, res.nextObjectId, res.objects.length]);
+    return Buffer.concat([head, ...res.objects.map((o) => Buffer.concat([Buffer.from([o.id, o.value.length]), o.value]))]);
+  }
   switch (res.fc) {
     case 1:
     case 2: {
@@ -128,9 +146,25 @@ export function pduLength(pdu: Buffer, kind: 'request' | 'response'): number | u
     case 15: case 16:
       if (kind === 'response') return 5;
       return pdu.length < 6 ? undefined : 6 + pdu[5];
+    case 43:
+      return deviceIdLength(pdu, kind);
     default:
       return -1;
   }
+}
+
+/** §6.21: a request is 4 bytes; a response 7 plus, per object, its id, length and value. */
+function deviceIdLength(pdu: Buffer, kind: 'request' | 'response'): number | undefined {
+  if (pdu.length < 2) return undefined;
+  if (pdu[1] !== MEI_DEVICE_IDENTIFICATION) return -1;
+  if (kind === 'request') return 4;
+  if (pdu.length < 7) return undefined;
+  let at = 7;
+  for (let i = 0; i < pdu[6]!; i++) {
+    if (pdu.length < at + 2) return undefined;
+    at += 2 + pdu[at + 1]!;
+  }
+  return at;
 }
 
 // ---- decoders -------------------------------------------------------------------------------
@@ -144,6 +178,7 @@ export function decodeRequest(pdu: Buffer): ModbusRequest | DecodeError {
   if (expected === undefined || pdu.length !== expected) {
     return { error: `function ${fc}: PDU of ${pdu.length} bytes, expected ${expected ?? 'more'}` };
   }
+  if (fc === 43) return { fc: 43, readCode: pdu[2]!, objectId: pdu[3]! };
   const address = pdu.readUInt16BE(1);
   const n = pdu.readUInt16BE(3);
   switch (fc) {
@@ -184,6 +219,11 @@ export function decodeResponse(pdu: Buffer): ModbusResponse | DecodeError {
     return { error: `function ${fc & 0x7f}: PDU of ${pdu.length} bytes, expected ${expected ?? 'more'}` };
   }
   if (fc & EXCEPTION_BIT) return { fc: fc & 0x7f, exception: pdu[1] };
+  if (fc === 43) {
+    const objects: DeviceObject[] = [];
+    for (let at = 7; at < pdu.length; at += 2 + pdu[at + 1]!) objects.push({ id: pdu[at]!, value: Buffer.from(pdu.subarray(at + 2, at + 2 + pdu[at + 1]!)) });
+    return { fc: 43, readCode: pdu[2]!, conformity: pdu[3]!, moreFollows: pdu[4] === 0xff, nextObjectId: pdu[5]!, objects };
+  }
   switch (fc) {
     case 1: case 2:
       return { fc: fc as 1 | 2, bits: unpackBits(pdu.subarray(2)) };

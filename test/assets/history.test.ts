@@ -1,0 +1,89 @@
+// Channel history through the real daemon (docs/rest-api.md "History"): the poll cycles' numeric
+// values, oldest first, bounded per channel; STRING and BOOLEAN channels have none; unknown asset
+// or channel 404, missing channel 400, role assets.
+import t from 'tap';
+import { startDaemon } from '../helpers/daemon.js';
+import { basic } from '../helpers/session-client.js';
+import { ChannelHistory, HISTORY_MAX_AGE_MS, HISTORY_SAMPLES_MIN, HISTORY_SAMPLES_TOTAL } from '../../src/assets/history.js';
+
+t.test('history of polled channels', async (t) => {
+  const d = await startDaemon(t, {
+    identities: {
+      operator: { password: 'secret123', permissions: ['rest.assets'], passwordChangeNeeded: false },
+      viewer: { password: 'secret123', permissions: ['rest.system'], passwordChangeNeeded: false },
+    },
+    drivers: { sim: { factory: 'simulator' } },
+    assets: {
+      fast: {
+        'driver.pid': 'sim',
+        'poll.interval': 5,
+        channels: {
+          count: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter', scale: 2 },
+          label: { type: 'READ', 'value.type': 'STRING', simulation: 'constant', initial: 'x' },
+          on: { type: 'READ', 'value.type': 'BOOLEAN' },
+        },
+      },
+      idle: { 'driver.pid': 'sim', channels: { v: { type: 'READ', 'value.type': 'DOUBLE' } } },
+    },
+  });
+  const op = basic(d, 'operator', 'secret123');
+  const history = async (pid: string, channel: string) => op.request(`/services/assets/${pid}/_history?channel=${encodeURIComponent(channel)}`);
+
+  let samples: { timestamp: number; value: number }[] = [];
+  for (let i = 0; i < 100 && samples.length < 5; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    samples = (await history('fast', 'count')).json();
+  }
+  t.ok(samples.length >= 5, `samples kept (${samples.length})`);
+  for (let i = 1; i < samples.length; i++) {
+    if (!(samples[i]!.timestamp >= samples[i - 1]!.timestamp && samples[i]!.value > samples[i - 1]!.value)) t.fail(`sample ${i} out of order`);
+  }
+  t.equal(samples[1]!.value - samples[0]!.value, 2, 'values as the asset reads them (scaled)');
+
+  // 600 per channel at most: wait for more polls than that.
+  for (let i = 0; i < 200; i++) {
+    const st = (await op.request('/services/assets/fast/_status')).json();
+    if (st.polls > 700) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  samples = (await history('fast', 'count')).json();
+  t.equal(samples.length, 600, 'at most 600 samples per channel');
+
+  t.same((await history('idle', 'v')).json(), [], 'an asset without polling has none');
+  let r = await history('fast', 'label');
+  t.equal(r.status, 400);
+  t.match(r.body, /STRING: history is kept for INTEGER, LONG, FLOAT and DOUBLE channels/);
+  t.equal((await history('fast', 'on')).status, 400, 'BOOLEAN has none');
+  r = await history('fast', 'nope');
+  t.equal(r.status, 404);
+  t.equal(r.body, 'Channel not found: nope');
+  t.equal((await history('gone', 'count')).status, 404);
+  r = await op.request('/services/assets/fast/_history');
+  t.equal(r.status, 400);
+  t.match(r.body, /channel is required/);
+  t.equal((await basic(d, 'viewer', 'secret123').request('/services/assets/fast/_history?channel=count')).status, 403);
+  t.equal((await d.request('/services/assets/fast/_history?channel=count')).status, 401);
+});
+
+t.test('the bounds: fewer samples per channel when many are tracked, and an age bound', async (t) => {
+  let now = 1_000_000;
+  const h = new ChannelHistory(() => now);
+  const record = (pid: string, names: string[], value: number) =>
+    h.record(pid, names.map((name) => ({ name, status: 'SUCCESS' as const, valueType: 'DOUBLE' as const, value: { type: 'DOUBLE' as const, value }, timestamp: now })));
+  // 10 assets of 1,000 channels, 100 polls each (the scale of docs/rest-api.md "History").
+  const names = Array.from({ length: 1000 }, (_, i) => `c${i}`);
+  for (let poll = 0; poll < 100; poll++) {
+    now += 1000;
+    for (let a = 0; a < 10; a++) record(`a${a}`, names, poll);
+  }
+  t.equal(h.capacity(), Math.max(HISTORY_SAMPLES_MIN, HISTORY_SAMPLES_TOTAL / 10_000));
+  let total = 0;
+  for (let a = 0; a < 10; a++) for (const n of names) total += h.samples(`a${a}`, n).length;
+  t.ok(total <= HISTORY_SAMPLES_TOTAL, `${total} samples in all`);
+  t.equal(h.samples('a0', 'c0').length, 20);
+  now += HISTORY_MAX_AGE_MS + 1;
+  t.same(h.samples('a0', 'c0'), [], 'older than ten minutes: gone');
+  h.retain((pid) => pid === 'a1');
+  record('a2', ['x'], 1);
+  t.equal(h.capacity(), Math.min(600, Math.floor(HISTORY_SAMPLES_TOTAL / 1001)), 'forgotten channels free their share');
+});
