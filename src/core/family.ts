@@ -9,7 +9,7 @@
 //       rest: '/services/configuration/v2',   // mounted under this base (omit: MQTT only)
 //       appId: 'CONF-V2',                       // the MQTT application id (omit: REST only)
 //       role: 'configuration',                  // REST: permission rest.configuration or kura.admin
-//       errors: 'json',                         // src/core/errors.ts: 'json' | 'text' | 'native'
+//       errors: 'json',                         // src/core/errors.ts: 'json' | 'error' | 'text' | 'native' | 'message'
 //       routes: [
 //         { method: 'GET', path: 'snapshots', handler: () => ({ ids: svc.snapshotIds() }) },
 //         { method: 'POST', path: 'snapshots/byId', handler: async (req) => byId(await req.body()) },
