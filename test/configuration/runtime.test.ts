@@ -1,38 +1,13 @@
 // The runtime layer in dataDir/config (docs/configuration-v2.md) against the real daemon: kept across
 // restarts, re-applied on SIGHUP over a re-read file, dropped by `gatewayd config reset`, validated
 // by check-config together with the file; live changes keep sessions and the polling of untouched
-// assets; kill -9 during `_update` and `_rollback` never leaves a torn or mixed configuration.
+// assets. (kill -9 during `_update` and `_rollback`: runtime-kill.test.ts.)
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runCli, startDaemon, type Daemon } from '../helpers/daemon.js';
+import { runCli, startDaemon } from '../helpers/daemon.js';
 import { basic, login } from '../helpers/session-client.js';
-
-const C = '/services/configuration/v2';
-const REST = 'org.eclipse.kura.internal.rest.provider.RestService';
-const CONSOLE = 'org.eclipse.kura.web.Console';
-const WA = 'org.eclipse.kura.wire.WireAsset';
-
-const image = {
-  rest: { 'login.throttle.max.delay': 0 },
-  identities: { admin: { password: 'admin', permissions: ['kura.admin'] } },
-  drivers: { sim: { factory: 'simulator' } },
-  assets: {
-    fast: { 'driver.pid': 'sim', 'poll.interval': 50, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
-    other: { 'driver.pid': 'sim', channels: { v: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
-  },
-};
-
-const api = (d: Daemon) => {
-  const c = basic(d, 'admin', 'admin');
-  const call = async (p: string, body?: unknown, method = 'POST') => c.request(`${C}/${p}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-  return {
-    call,
-    update: (configs: unknown[], takeSnapshot = false) => call('configurableComponents/configurations/_update', { configs, takeSnapshot }, 'PUT'),
-    props: async (pid: string) => (await call('configurableComponents/configurations/byPid', { pids: [pid] })).json().configs[0]?.properties,
-    pids: async (): Promise<string[]> => (await c.request(`${C}/configurableComponents`)).json().pids,
-  };
-};
+import { api, CONSOLE, image, REST, WA } from './runtime-fixture.js';
 
 const channelAsset = (pid: string, k: number) => ({
   factoryPid: WA,
@@ -115,63 +90,4 @@ t.test('restart, SIGHUP, live apply, config reset, check-config', async (t) => {
   t.ok((await c.pids()).includes('other'));
   t.equal(await d3.stop(), 0);
   fs.rmSync(d.dir, { recursive: true, force: true });
-});
-
-// kill -9 at a moment that varies from run to run during a change; after each restart the whole
-// configuration is the one before or the one after, never a mix, and every stored file parses.
-t.test('kill -9 during _update and _rollback: old or new, never torn or mixed', async (t) => {
-  const RUNS = Number(process.env.CONF_KILL_RUNS ?? 20);
-  let d = await startDaemon(t, { ...image, rest: { ...image.rest, 'session.inactivity.interval': 1000 }, console: { 'access.banner.content': '0' } });
-  const dir = d.dir;
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const config = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
-  // The state k: the REST session interval 1000+k, the console banner "k", asset "k<k>" present.
-  const change = (k: number) => [
-    { pid: REST, properties: { 'session.inactivity.interval': { type: 'LONG', value: 1000 + k } } },
-    { pid: CONSOLE, properties: { 'access.banner.content': { type: 'STRING', value: String(k) } } },
-  ];
-  const stateOf = async (d: Daemon) => {
-    const a = api(d);
-    const interval = (await a.props(REST))['session.inactivity.interval'].value - 1000;
-    const banner = (await a.props(CONSOLE))['access.banner.content']?.value ?? '';
-    return { interval, banner };
-  };
-  let k = 0;
-  const outcomes = { old: 0, new: 0 };
-  for (let i = 0; i < RUNS; i++) {
-    const rollback = i % 2 === 1;
-    const a = api(d);
-    const prev = await stateOf(d);
-    t.equal(String(prev.interval), prev.banner, `run ${i}: consistent before`);
-    let target: number;
-    if (rollback) {
-      // Roll back to the snapshot two states ago (made by the last update).
-      const ids = (await a.call('snapshots', undefined, 'GET')).json().ids;
-      const id = ids.at(-2) ?? ids[0];
-      const snap = (await a.call('snapshots/byId', { id })).json().configs;
-      target = snap.find((c: any) => c.pid === REST).properties['session.inactivity.interval'].value - 1000;
-      a.call('snapshots/byId/_rollback', { id }).catch(() => {});
-    } else {
-      target = ++k;
-      a.update(change(k), true).catch(() => {});
-    }
-    await new Promise((r) => setTimeout(r, [0, 5, 10, 20, 30, 45, 60, 80, 110, 150][i % 10]));
-    d.proc.kill('SIGKILL');
-    await d.exited;
-    for (const n of fs.readdirSync(path.join(d.dataDir, 'config'))) {
-      if (n.endsWith('.tmp')) continue;
-      t.doesNotThrow(() => JSON.parse(fs.readFileSync(path.join(d.dataDir, 'config', n), 'utf8')), `run ${i}: ${n} parses`);
-    }
-    // The same port: a rollback may restore the http settings of the snapshot.
-    d = await startDaemon(t, () => config, { dir });
-    d.ports.http[0] = config.http['http.ports'][0];
-    const now = await stateOf(d);
-    t.equal(String(now.interval), now.banner, `run ${i}: not mixed (${now.interval}/${now.banner})`);
-    t.ok(now.interval === prev.interval || now.interval === target, `run ${i}: old (${prev.interval}) or new (${target}), got ${now.interval}`);
-    if (now.interval === target && target !== prev.interval) outcomes.new++;
-    else outcomes.old++;
-    if (!rollback && now.interval !== target) k = now.interval; // the update was lost: go on from there
-  }
-  t.comment(`outcomes after kill -9: ${JSON.stringify(outcomes)}`);
-  t.equal(await d.stop(), 0);
 });

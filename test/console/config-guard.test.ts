@@ -13,6 +13,8 @@ const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
 
 t.test('the component form: a stored password does not follow a new broker; reserved properties', async (t) => {
   if (!haveBrowser(t)) return;
+  // Chromium starts while the brokers and the daemon do: none of them waits for another.
+  const launching = launchBrowser(t);
   const accept = (conn: { send(p: object): void }, p: { cmd: string }) => {
     if (p.cmd === 'connect') conn.send({ cmd: 'connack', returnCode: 0, sessionPresent: false });
   };
@@ -33,7 +35,7 @@ t.test('the component form: a stored password does not follow a new broker; rese
   }, { http: 0, https: 1 });
   await d.waitForLog(/msg="mqtt connected"/);
   t.same([...new Set(passwordsAt(first))], ['Stored-Secret-1'], 'the first broker got the stored password');
-  const browser = await launchBrowser(t);
+  const browser = await launching;
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
 
   const session = async (user: string, password: string) => {

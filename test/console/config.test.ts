@@ -9,6 +9,8 @@ import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/bro
 
 t.test('drivers, assets and snapshots through the configuration view', async (t) => {
   if (!haveBrowser(t) || !havePeers(t, 'pymodbus')) return;
+  // Chromium starts while the device and the daemon do: none of them waits for another.
+  const launching = launchBrowser(t);
   const dev = await startPyModbusTcp(t);
   await dev.set(1, 'hr', 2, [4321]);
   const d = await startDaemon(t, {
@@ -16,7 +18,7 @@ t.test('drivers, assets and snapshots through the configuration view', async (t)
     drivers: {},
     assets: {},
   }, { http: 0, https: 1 });
-  const browser = await launchBrowser(t);
+  const browser = await launching;
   const { page, problems } = await openPage(browser);
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
   await page.goto(`${origin}/console/`);

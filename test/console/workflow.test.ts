@@ -18,6 +18,8 @@ const NEW_PASSWORD = 'Gateway2026x';
 
 t.test('technician workflow', async (t) => {
   if (!haveBrowser(t) || !havePeers(t, 'pymodbus')) return;
+  // Chromium starts while the device and the daemon do: none of them waits for another.
+  const launching = launchBrowser(t);
   const dev = await startPyModbusTcp(t);
   await dev.set(1, 'hr', 0, [1234, 0]);
   await dev.set(1, 'hr', 9, [0x20, 0, 0, 1]); // 2^53 + 1
@@ -41,7 +43,7 @@ t.test('technician workflow', async (t) => {
       },
     },
   }, { http: 0, https: 1 });
-  const browser = await launchBrowser(t);
+  const browser = await launching;
   const { page, problems } = await openPage(browser);
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
 

@@ -8,7 +8,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports.js';
-import { BUNDLE, READY, ROOT, ensureFreshBundle, spawnGatewayd, watchLines, writeConfigFile, type LineWatch } from './launch.mjs';
+import { BUNDLE, READY, ROOT, ensureFreshBundle, spawnGatewayd, watchLines, withoutRunnerHook, writeConfigFile, type LineWatch } from './launch.mjs';
 
 export { BUNDLE, ROOT };
 
@@ -199,6 +199,8 @@ export function request(ports: Daemon['ports'], pathname: string, o: RequestOpti
 /** Runs the bundle as a command (check-config, passwd, --version) and returns its output. */
 export function runCli(args: string[], opts: { input?: string; env?: Record<string, string> } = {}) {
   ensureBundle();
-  const r = spawnSync(process.execPath, [BUNDLE, ...args], { input: opts.input, encoding: 'utf8', env: { ...process.env, ...opts.env }, timeout: 20_000 });
+  const env = { ...process.env, ...opts.env };
+  const [cmd, ...argv] = withoutRunnerHook([process.execPath, BUNDLE, ...args], env.NODE_OPTIONS);
+  const r = spawnSync(cmd, argv, { input: opts.input, encoding: 'utf8', env, timeout: 20_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

@@ -10,6 +10,8 @@ export function launcherNodeFlags(file?: string): string[] | undefined;
 export function launcherHeapOptions(file?: string): string;
 export function launcherEnv(file?: string): Record<string, string>;
 export function deviceSettings(file?: string): { flags: string[]; env: Record<string, string> };
+/** `argv` run with `nodeOptions` as NODE_OPTIONS and without the test runner's process hook. */
+export function withoutRunnerHook(argv: string[], nodeOptions?: string): string[];
 export function writeConfigFile(dir: string, config: unknown): string;
 export function newestMtime(root: string, paths?: string[]): number;
 export function bundleIsStale(root?: string, bundle?: string): boolean;

@@ -189,6 +189,31 @@ export function watchLines(proc, { keep = 'all', onLine } = {}) {
   return { lines, exited, waitFor, onLine: (fn) => listeners.push(fn) };
 }
 
+// The test runner (tap) loads its process-tracking hook into every node process it starts, and hooks
+// child_process so that every child of a test inherits the hook through NODE_OPTIONS, whatever
+// environment the spawn gives. Coverage is off (package.json "tap"), so in a daemon the hook only
+// costs start-up time (about half of a daemon's start) and memory the device does not have.
+const RUNNER_HOOK = /@tapjs[\\/]processinfo[\\/]/;
+
+/** NODE_OPTIONS as words: node takes double-quoted words with backslash escapes. */
+function nodeOptionsWords(text) {
+  return [...text.matchAll(/"((?:\\.|[^"\\])*)"|(\S+)/g)].map((m) => (m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]));
+}
+
+/**
+ * The argv that runs `argv` with exactly the NODE_OPTIONS it would have without the test runner's
+ * hook: through env(1), which sets them after the runner has added its own and then execs the
+ * command (the same process, so its pid and signals are the command's). Outside the runner, `argv`.
+ * `nodeOptions`: the NODE_OPTIONS the caller gives the command (default: this process's).
+ */
+export function withoutRunnerHook(argv, nodeOptions = process.env.NODE_OPTIONS) {
+  const hooked = RUNNER_HOOK.test(process.env.NODE_OPTIONS ?? '') || process.execArgv.some((a) => RUNNER_HOOK.test(a));
+  if (!hooked) return argv;
+  const words = nodeOptionsWords(nodeOptions ?? '').filter((w) => !RUNNER_HOOK.test(w));
+  const text = words.map((w) => (/[\s"\\]/.test(w) ? `"${w.replace(/[\\"]/g, '\\$&')}"` : w)).join(' ');
+  return ['env', ...(text === '' ? ['-u', 'NODE_OPTIONS'] : [`NODE_OPTIONS=${text}`]), ...argv];
+}
+
 /**
  * Spawns the bundle on `configFile`: `node [flags] dist/gatewayd.js --config FILE [args]`. With
  * `device: true` the launcher's node flags and environment are applied, as on the device (measure
@@ -197,11 +222,12 @@ export function watchLines(proc, { keep = 'all', onLine } = {}) {
 export function spawnGatewayd({ configFile, cwd, args = [], env = {}, device = false, command, keep, onLine }) {
   if (!command) ensureFreshBundle();
   const dev = device ? deviceSettings() : { flags: [], env: {} };
-  const argv = command ?? [process.execPath, ...dev.flags, BUNDLE];
+  const childEnv = { ...process.env, ...dev.env, ...env };
+  const argv = withoutRunnerHook(command ?? [process.execPath, ...dev.flags, BUNDLE], childEnv.NODE_OPTIONS);
   const spawnedAt = process.hrtime.bigint();
   const proc = spawn(argv[0], [...argv.slice(1), '--config', configFile, ...args], {
     cwd,
-    env: { ...process.env, ...dev.env, ...env },
+    env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return { proc, spawnedAt, ...watchLines(proc, { keep, onLine }) };

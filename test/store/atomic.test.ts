@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { writeFileAtomic, readJsonFile, cleanTempFiles } from '../../src/store/atomic.js';
 import { openDataDir } from '../../src/store/datadir.js';
+import { withoutRunnerHook } from '../helpers/launch.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-store-'));
@@ -74,7 +75,9 @@ for (;;) {
   const rounds = 25;
   let generations = 0;
   for (let round = 0; round < rounds; round++) {
-    const child = spawn(process.execPath, [script, target], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // Without the test runner's process hook (test/helpers/launch.mjs): it would double each round's start.
+    const [cmd, ...argv] = withoutRunnerHook([process.execPath, script, target]);
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
     await new Promise((r) => setTimeout(r, 5 + Math.random() * 60));
     child.kill('SIGKILL');
