@@ -15,10 +15,7 @@ import path from 'node:path';
 import { ROOT, startDaemon, type Daemon, type Response } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
-import { Requester, until, type Reply } from '../helpers/mqtt-fixture.js';
-import { MqttClient } from '../../src/mqtt/client.js';
-import { decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
-import { silentLogger } from '../../src/log.js';
+import { Requester, until, type Reply, watchBirths } from '../helpers/mqtt-fixture.js';
 import { families } from '../../src/api/families.js';
 import { restOf, type CoreRoute, type Family } from '../../src/core/family.js';
 
@@ -186,16 +183,7 @@ t.test('against the daemon and Mosquitto', mosquittoSkip(), async (t) => {
   const list = familyList();
 
   // BIRTH as Kapua reads it, watched from before the daemon connects.
-  const births: string[] = [];
-  const watcher = new MqttClient({ url: broker.url, clientId: 'birth-watcher', keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  watcher.on('message', (topic: string, raw: Buffer) => {
-    const d = decodeKuraPayload(raw);
-    if (d.ok && topic.endsWith('/MQTT/BIRTH')) births.push(String(d.value.metrics.find((m) => m.name === 'application_ids')?.value));
-  });
-  watcher.start();
-  t.teardown(() => watcher.end());
-  await until(() => watcher.isConnected, 5000, 'watcher');
-  await watcher.subscribe('$EDC/acct/dev1/MQTT/#', 1);
+  const births = await watchBirths(t, broker.url, '$EDC/acct/dev1/MQTT/#', 'birth-watcher');
 
   const permissions = [...new Set(Object.values(CASES).flatMap((c) => c.permissions))];
   const d = await startDaemon(t, {

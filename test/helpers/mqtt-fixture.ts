@@ -239,3 +239,22 @@ export class Requester {
     return this.client.end();
   }
 }
+
+/**
+ * BIRTH's `application_ids`, as Kapua's console reads them, each BIRTH published under `filter`
+ * (e.g. `$EDC/acct/dev1/MQTT/#`) from the moment this returns: the watcher is subscribed before
+ * the daemon connects, and ended at teardown.
+ */
+export async function watchBirths(t: { teardown(fn: () => unknown): void }, brokerUrl: string, filter: string, clientId = 'birth-watcher'): Promise<string[]> {
+  const births: string[] = [];
+  const watcher = new MqttClient({ url: brokerUrl, clientId, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
+  watcher.on('message', (topic: string, raw: Buffer) => {
+    const d = decodeKuraPayload(raw);
+    if (d.ok && topic.endsWith('/MQTT/BIRTH')) births.push(String(d.value.metrics.find((m) => m.name === 'application_ids')?.value));
+  });
+  watcher.start();
+  t.teardown(() => watcher.end());
+  await until(() => watcher.isConnected, 5000, 'BIRTH watcher');
+  await watcher.subscribe(filter, 1);
+  return births;
+}

@@ -13,12 +13,10 @@ import zlib from 'node:zlib';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
-import { Requester, until } from '../helpers/mqtt-fixture.js';
+import { Requester, until, watchBirths } from '../helpers/mqtt-fixture.js';
 import { KapuaRequester, type KapuaReply } from '../helpers/kapua-requester.js';
 import { KapuaConfPeer, kapuaPeerSkip } from '../helpers/kapua-conf.js';
-import { MqttClient } from '../../src/mqtt/client.js';
 import { decodeKuraPayload, encodeKuraPayload } from '../../src/mqtt/kura-payload.js';
-import { silentLogger } from '../../src/log.js';
 
 const C = '/services/configuration/v2';
 const DEVICE = 'gw-c1';
@@ -40,16 +38,7 @@ t.test('CONF-V1 as Kapua uses it', { ...mosquittoSkip(), ...kapuaPeerSkip() }, a
   t.teardown(() => peer.close());
 
   // BIRTH's application_ids, as Kapua's console reads them (exact entries).
-  const births: string[] = [];
-  const watcher = new MqttClient({ url: broker.url, clientId: 'birth-watcher-c1', keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  watcher.on('message', (topic: string, raw: Buffer) => {
-    const d = decodeKuraPayload(raw);
-    if (d.ok && topic.endsWith('/MQTT/BIRTH')) births.push(String(d.value.metrics.find((m) => m.name === 'application_ids')?.value));
-  });
-  watcher.start();
-  await until(() => watcher.isConnected, 5000, 'watcher');
-  await watcher.subscribe(`$EDC/acct/${DEVICE}/MQTT/#`, 1);
-  t.teardown(() => watcher.end());
+  const births = await watchBirths(t, broker.url, `$EDC/acct/${DEVICE}/MQTT/#`, 'birth-watcher-c1');
 
   const d = await startDaemon(t, {
     identities: { admin: { password: 'Adm1n-Secret!', passwordChangeNeeded: false, permissions: ['kura.admin'] } },

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { BUNDLE, startDaemon, type Daemon } from '../helpers/daemon.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
-import { until } from '../helpers/mqtt-fixture.js';
+import { until, watchBirths } from '../helpers/mqtt-fixture.js';
 import { buildDp, exampleDriverExtension } from '../helpers/dp.js';
 import { MqttClient } from '../../src/mqtt/client.js';
 import { decodeKuraPayload, encodeKuraPayload, type KuraMetric, type KuraPayload } from '../../src/mqtt/kura-payload.js';
@@ -149,16 +149,7 @@ t.test('bundles and INVENTORY-V1 as Kapua drives them', mosquittoSkip(), async (
   fs.writeFileSync(plainDp, buildDp({ name: 'org.example.plain', version: '2.1.0', files: { 'x.txt': 'x' } }));
 
   // BIRTH's application_ids, as Kapua's console reads them (GwtDevice.hasApplication).
-  const births: string[] = [];
-  const watcher = new MqttClient({ url: broker.url, clientId: 'birth-watcher', keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  watcher.on('message', (topic: string, raw: Buffer) => {
-    const d = decodeKuraPayload(raw);
-    if (d.ok && topic.endsWith('/MQTT/BIRTH')) births.push(String(d.value.metrics.find((m) => m.name === 'application_ids')?.value));
-  });
-  watcher.start();
-  await until(() => watcher.isConnected, 5000, 'watcher');
-  await watcher.subscribe(`$EDC/${ACCOUNT}/${DEVICE}/MQTT/#`, 1);
-  t.teardown(() => watcher.end());
+  const births = await watchBirths(t, broker.url, `$EDC/${ACCOUNT}/${DEVICE}/MQTT/#`, 'birth-watcher');
 
   const config = {
     rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },

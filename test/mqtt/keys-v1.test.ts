@@ -9,11 +9,9 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { startDaemon } from '../helpers/daemon.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
-import { Requester, until } from '../helpers/mqtt-fixture.js';
+import { Requester, until, watchBirths } from '../helpers/mqtt-fixture.js';
 import { haveOpenssl } from '../helpers/certs.js';
-import { MqttClient } from '../../src/mqtt/client.js';
 import { decodeKuraPayload, encodeKuraPayload, type KuraMetric } from '../../src/mqtt/kura-payload.js';
-import { silentLogger } from '../../src/log.js';
 
 const DEVICE = 'gw-keys';
 const CLOUD = 'org.eclipse.kura.cloud.CloudService';
@@ -23,16 +21,7 @@ const skip = mosquittoSkip().skip ?? (haveOpenssl() || process.env.CI === 'true'
 t.test('KEYS-V1, Kapua-shaped', { skip }, async (t) => {
   const broker = await startMosquitto();
   t.teardown(() => broker.close());
-  const births: string[] = [];
-  const watcher = new MqttClient({ url: broker.url, clientId: 'keys-watcher', keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  watcher.on('message', (topic: string, raw: Buffer) => {
-    const dec = decodeKuraPayload(raw);
-    if (dec.ok && topic.endsWith('/MQTT/BIRTH')) births.push(String(dec.value.metrics.find((m) => m.name === 'application_ids')?.value));
-  });
-  watcher.start();
-  await until(() => watcher.isConnected, 5000, 'watcher');
-  await watcher.subscribe(`$EDC/acct/${DEVICE}/MQTT/#`, 1);
-  t.teardown(() => watcher.end());
+  const births = await watchBirths(t, broker.url, `$EDC/acct/${DEVICE}/MQTT/#`, 'keys-watcher');
 
   const d = await startDaemon(t, {
     rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },

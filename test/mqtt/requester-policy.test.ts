@@ -11,9 +11,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startDaemon } from '../helpers/daemon.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
-import { Requester, until } from '../helpers/mqtt-fixture.js';
+import { Requester, until, watchBirths } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
-import { decodeKuraPayload, type KuraMetric } from '../../src/mqtt/kura-payload.js';
+import type { KuraMetric } from '../../src/mqtt/kura-payload.js';
 import { buildDp } from '../helpers/dp.js';
 import { silentLogger } from '../../src/log.js';
 
@@ -37,16 +37,7 @@ t.test('requester permissions and disabled applications', mosquittoSkip(), async
   const pkgUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/pol.dp`;
 
   // BIRTH's application_ids, as Kapua reads them.
-  const births: string[] = [];
-  const watcher = new MqttClient({ url: broker.url, clientId: 'birth-watcher', keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  watcher.on('message', (topic: string, raw: Buffer) => {
-    const d = decodeKuraPayload(raw);
-    if (d.ok && topic.endsWith('/MQTT/BIRTH')) births.push(String(d.value.metrics.find((m) => m.name === 'application_ids')?.value));
-  });
-  watcher.start();
-  await until(() => watcher.isConnected, 5000, 'watcher');
-  await watcher.subscribe(`$EDC/acct/${DEVICE}/MQTT/#`, 1);
-  t.teardown(() => watcher.end());
+  const births = await watchBirths(t, broker.url, `$EDC/acct/${DEVICE}/MQTT/#`, 'birth-watcher');
 
   const d = await startDaemon(t, {
     rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },
