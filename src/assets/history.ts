@@ -8,29 +8,70 @@ import type { ChannelRecord } from '../channels/types.js';
 
 export const HISTORY_SAMPLES_PER_CHANNEL = 600;
 export const HISTORY_SAMPLES_MIN = 10;
-export const HISTORY_SAMPLES_TOTAL = 200_000;
+/**
+ * Samples kept in all: 1.6 MB of samples (two doubles each) plus about 200 bytes per channel
+ * tracked. The configuration's heap bound (src/configuration/heap.ts) is reckoned without the
+ * history, so it must stay small beside it: with 200,000 samples in growable arrays a daemon at the
+ * documented channel bound ran out of heap during a rollback.
+ */
+export const HISTORY_SAMPLES_TOTAL = 100_000;
 export const HISTORY_MAX_AGE_MS = 10 * 60_000;
 /** Channels tracked at most: HISTORY_SAMPLES_TOTAL / HISTORY_SAMPLES_MIN. */
 export const HISTORY_MAX_CHANNELS = HISTORY_SAMPLES_TOTAL / HISTORY_SAMPLES_MIN;
 
 const NUMERIC = new Set(['INTEGER', 'LONG', 'FLOAT', 'DOUBLE']);
 
-/** One channel's samples, oldest first (two parallel arrays of doubles: no object per sample). */
+/**
+ * One channel's samples: a ring of exactly `capacity` times and values (typed arrays, no object per
+ * sample and no slack); made again at the new size when the capacity changes.
+ */
 class Samples {
-  times: number[] = [];
-  values: number[] = [];
+  private times: Float64Array;
+  private values: Float64Array;
+  /** Index of the oldest sample; `count` samples follow it, wrapping. */
+  private start = 0;
+  count = 0;
 
-  push(time: number, value: number, capacity: number): void {
-    this.times.push(time);
-    this.values.push(value);
-    const over = this.times.length - capacity;
-    // Dropped in batches: a shift per sample would move the whole array every poll.
-    if (over > 0 && (over >= 32 || over >= capacity / 4)) this.drop(over);
+  constructor(capacity: number) {
+    this.times = new Float64Array(capacity);
+    this.values = new Float64Array(capacity);
   }
 
-  drop(n: number): void {
-    this.times.splice(0, n);
-    this.values.splice(0, n);
+  push(time: number, value: number, capacity: number): void {
+    if (capacity !== this.times.length) this.resize(capacity);
+    const cap = this.times.length;
+    const at = (this.start + this.count) % cap;
+    this.times[at] = time;
+    this.values[at] = value;
+    if (this.count < cap) this.count++;
+    else this.start = (this.start + 1) % cap;
+  }
+
+  /** Keeps the newest samples that fit `capacity`. */
+  private resize(capacity: number): void {
+    const keep = Math.min(this.count, capacity);
+    const times = new Float64Array(capacity);
+    const values = new Float64Array(capacity);
+    for (let i = 0; i < keep; i++) {
+      const from = (this.start + this.count - keep + i) % this.times.length;
+      times[i] = this.times[from]!;
+      values[i] = this.values[from]!;
+    }
+    this.times = times;
+    this.values = values;
+    this.start = 0;
+    this.count = keep;
+  }
+
+  /** The newest `limit` samples not older than `from`, oldest first. */
+  list(from: number, limit: number): { timestamp: number; value: number }[] {
+    const cap = this.times.length;
+    const out: { timestamp: number; value: number }[] = [];
+    for (let i = Math.max(0, this.count - limit); i < this.count; i++) {
+      const at = (this.start + i) % cap;
+      if (this.times[at]! >= from) out.push({ timestamp: this.times[at]!, value: this.values[at]! });
+    }
+    return out;
   }
 }
 
@@ -56,7 +97,7 @@ export class ChannelHistory {
       let s = byName.get(r.name);
       if (!s) {
         if (this.channels >= HISTORY_MAX_CHANNELS) continue;
-        byName.set(r.name, (s = new Samples()));
+        byName.set(r.name, (s = new Samples(capacity)));
         this.channels++;
       }
       s.push(r.timestamp, Number(v.value), capacity);
@@ -74,12 +115,6 @@ export class ChannelHistory {
   /** A channel's samples within the age bound, oldest first; empty when it has none. */
   samples(pid: string, channel: string): { timestamp: number; value: number }[] {
     const s = this.assets.get(pid)?.get(channel);
-    if (!s) return [];
-    const from = this.now() - HISTORY_MAX_AGE_MS;
-    const capacity = this.capacity();
-    let first = Math.max(0, s.times.length - capacity);
-    while (first < s.times.length && s.times[first]! < from) first++;
-    if (first > 0) s.drop(first);
-    return s.times.map((timestamp, i) => ({ timestamp, value: s.values[i]! }));
+    return s ? s.list(this.now() - HISTORY_MAX_AGE_MS, this.capacity()) : [];
   }
 }

@@ -92,7 +92,7 @@ t.test('the deploy config section', async (t) => {
   t.same(d.value, {
     'marketplace.url': 'https://marketplace.eclipse.org', 'gateway.version': '5.4.0', 'upload.max.bytes': 67108864,
     'download.timeout': 60000, 'download.max.redirects': 5, 'file.allowed.dirs': ['/tmp'], 'trust.anchors': [], 'unsigned.allowed': true, 'download.deadline': 600000,
-    'queue.max.jobs': 16, 'queue.max.bytes': 134217728,
+    'queue.max.jobs': 16, 'queue.max.bytes': 134217728, 'system.packages.database': 'auto',
   });
   const bad = validateDeploySection({
     'marketplace.url': 'ftp://x', 'upload.max.bytes': 0, 'download.timeout': 1.5, 'download.max.redirects': 99,

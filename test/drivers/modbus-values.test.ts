@@ -89,7 +89,7 @@ t.test('instance properties: problems carry key paths', async (t) => {
   ]);
   t.match(v({ 'access.type': 'RTU', 'modbus.rtu.port.name': '/dev/x', 'modbus.rtu.databits': 7 }), [{ path: 'drivers.plc.modbus.rtu.databits', severity: 'warning' }]);
   t.same([...modbusFactory.instanceKeys].sort(), [
-    'access.type', 'modbus.rtu.baudrate', 'modbus.rtu.databits', 'modbus.rtu.parity', 'modbus.rtu.port.name', 'modbus.rtu.stopbits',
+    'access.type', 'inter.request.delay', 'modbus.rtu.baudrate', 'modbus.rtu.databits', 'modbus.rtu.parity', 'modbus.rtu.port.name', 'modbus.rtu.stopbits',
     'modbus.tcp-udp.ip', 'modbus.tcp-udp.port', 'modbus.timeout', 'modbus.transaction.retry', 'read.max.gap', 'unit.backoff.max', 'write.multiple.registers.only',
   ]);
   t.same([...modbusFactory.channelKeys].sort(), ['array.data.length', 'data.order', 'data.type', 'memory.address', 'primary.table', 'scale.on.write', 'unit.id']);

@@ -3,7 +3,7 @@
 // sent through the line's transaction queue (client.ts), so it never interleaves a poll's frame;
 // the line's request log.
 
-import { randomUUID } from 'node:crypto';
+import { nodeCrypto } from '../../core/builtin.js';
 import type { ValueType } from '../../channels/types.js';
 import { parseValueText } from '../../channels/values.js';
 import { ToolError } from '../../core/errors.js';
@@ -86,7 +86,7 @@ export class ModbusTools implements DriverTools {
     if (request.identify !== undefined && typeof request.identify !== 'boolean') throw new ToolError('input', 'identify must be true or false');
     if (this.client.activeScan !== undefined) throw new ToolError('busy', `a scan is already running on ${this.client.label} (${this.client.activeScan})`);
     const [from, to] = units as [number, number];
-    const scan: Scan = { id: randomUUID(), state: 'RUNNING', total: to - from + 1, done: 0, found: [] };
+    const scan: Scan = { id: nodeCrypto().randomUUID(), state: 'RUNNING', total: to - from + 1, done: 0, found: [] };
     for (const [id, s] of this.scans) if (this.scans.size >= SCANS_KEPT && s.state !== 'RUNNING') this.scans.delete(id);
     this.scans.set(scan.id, scan);
     this.client.activeScan = scan.id;
