@@ -1,8 +1,8 @@
 // Part: configuration requests at the documented channel bound (docs/configuration-v2.md "How large
-// a configuration can grow"). A daemon with one Modbus asset of 16,000 channels (five properties
+// a configuration can grow"). A daemon with one Modbus asset of 12,000 channels (five properties
 // each) under the launcher's heap bound gets, from a `rest.configuration` user, several at once:
 // property changes, snapshots written, read back and rolled back to, every configuration with its
-// definitions (about 54 MB, read to the end, or left unread by a client that stalls), and creates
+// definitions (about 40 MB, read to the end, or left unread by a client that stalls), and creates
 // of 2,000 more channels past the bound. Every change and read must succeed, every create must be
 // refused 413 naming the bound, a legitimate client must keep reading the asset's status, and the
 // daemon must not abort. Reported: answers by kind, reply sizes, RSS before/peak/after.
@@ -38,7 +38,7 @@ function readLarge(port, path, body, stallMs = 0) {
   });
 }
 
-export async function runConfigSize({ requests = 30, channels = 16_000, concurrency = 3 } = {}) {
+export async function runConfigSize({ requests = 30, channels = 12_000, concurrency = 3 } = {}) {
   const assetChannels = {};
   for (let i = 0; i < channels; i++) assetChannels[`ch${i}`] = channel(i);
   const d = await startDaemon(

@@ -1,5 +1,5 @@
 // Every configuration request at the documented channel bound (docs/configuration-v2.md "How large
-// a configuration can grow": 16,000 Modbus channels of five properties under the launcher's 48 MB
+// a configuration can grow": 12,000 Modbus channels of five properties under the launcher's 48 MB
 // heap bound), through the real daemon started with the launcher's node flags and environment, a
 // real pymodbus device it polls and a real Mosquitto for CONF-V2: changes over REST and MQTT,
 // reads of every configuration with its definitions (written as the client reads), snapshots
@@ -14,7 +14,7 @@ import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { Requester } from '../helpers/mqtt-fixture.js';
 
 const C = '/services/configuration/v2';
-const CHANNELS = 16_000;
+const CHANNELS = 12_000;
 const ASSET = 'org.eclipse.kura.wire.WireAsset';
 
 const channel = (i: number) => ({ type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': i + 1 });
@@ -72,10 +72,10 @@ t.test(`configuration requests with ${CHANNELS} Modbus channels under the launch
   t.equal(r.status, 200, 'the form saved');
   r = await v2('configurableComponents/configurations');
   t.equal(r.status, 200, 'every configuration with its definitions');
-  t.ok(r.body.endsWith('}]}') && r.body.includes('"pid":"org.eclipse.kura.web.Console"') && r.body.includes('"ch15999#+name"'), 'complete');
+  t.ok(r.body.endsWith('}]}') && r.body.includes('"pid":"org.eclipse.kura.web.Console"') && r.body.includes('"ch11999#+name"'), 'complete');
   r = await v2('configurableComponents/configurations/byPid/_default', { pids: ['big'] });
   t.equal(r.status, 200, 'definition defaults');
-  t.same(r.json().configs[0].properties['ch15999#+scale'], { value: 1.0, type: 'DOUBLE' });
+  t.same(r.json().configs[0].properties['ch11999#+scale'], { value: 1.0, type: 'DOUBLE' });
 
   // Snapshots: written, listed, read, rolled back to; a change after the rollback.
   r = await v2('snapshots/_write', {});
@@ -104,7 +104,7 @@ t.test(`configuration requests with ${CHANNELS} Modbus channels under the launch
   }
   r = await v2('factoryComponents', { configs: [{ factoryPid: ASSET, pid: 'more', properties: more }] });
   t.equal(r.status, 413, 'more channels refused');
-  t.match(r.json().message, /^Configuration too large for this daemon's heap bound: its 18000 channels/);
+  t.match(r.json().message, /^Configuration too large for this daemon's heap bound: its 14000 channels/);
   const mm = await conf('POST/factoryComponents', { configs: [{ factoryPid: ASSET, pid: 'more', properties: more }] });
   t.not(mm?.code, 200, 'refused over MQTT too');
   t.match(JSON.parse(mm!.body!).message, /^Configuration too large/);

@@ -98,16 +98,16 @@ t.test('changeRefusal: a change that would not fit, or that makes the configurat
   t.ok(changeRefusal(sim(40_000), sim(20_000), limit), 'simulator channels: 40,000 refused');
   t.ok(changeRefusal(modbus(30_000), modbus(20_000), limit), 'Modbus channels: 30,000 refused');
   t.ok(changeRefusal({ channels: 1, entries: 100, text: 7 * MB }, sim(0), limit), '7 MB of descriptions refused');
-  t.equal(changeRefusal(sim(20_000), sim(16_000), limit), undefined, 'simulator channels: 20,000 accepted');
-  t.equal(changeRefusal(modbus(16_000), modbus(10_000), limit), undefined, 'Modbus channels: 16,000 accepted (the documented bound)');
-  t.ok(changeRefusal(modbus(18_000), modbus(16_000), limit), 'Modbus channels: 18,000 refused');
+  t.equal(changeRefusal(sim(14_000), sim(10_000), limit), undefined, 'simulator channels: 14,000 accepted');
+  t.equal(changeRefusal(modbus(12_000), modbus(10_000), limit), undefined, 'Modbus channels: 12,000 accepted (the documented bound)');
+  t.ok(changeRefusal(modbus(14_000), modbus(12_000), limit), 'Modbus channels: 14,000 refused');
   t.equal(changeRefusal({ channels: 1, entries: 100, text: 3 * MB }, sim(0), limit), undefined, '3 MB of descriptions accepted');
-  t.equal(changeRefusal(modbus(25_000), modbus(25_000), limit), undefined, 'as heavy as what runs now, and the change fits: accepted (a device past the bound can still be changed)');
-  t.equal(changeRefusal(modbus(20_000), modbus(30_000), limit), undefined, 'lighter: accepted');
+  t.equal(changeRefusal(modbus(20_000), modbus(20_000), limit), undefined, 'as heavy as what runs now, and the change fits: accepted (a device past the bound can still be changed)');
+  t.equal(changeRefusal(modbus(12_000), modbus(20_000), limit), undefined, 'lighter: accepted');
   t.ok(changeRefusal(modbus(45_000), modbus(45_000), limit), 'as heavy as what runs now, but the change itself would not fit: refused (V8 would abort)');
   t.ok(changeRefusal(modbus(44_000), modbus(46_000), limit), 'lighter, but the change itself would not fit: refused');
   const why = changeRefusal(sim(40_000), sim(0), limit)!;
-  t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(120000 entries in all\) would need about (\d+) MB to change and run, 35 MB of the 48 MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+), docs\/installation\.md "Footprint"\)$/);
+  t.match(why, /^Configuration too large for this daemon's heap bound: its 40000 channels \(120000 entries in all\) would need about (\d+) MB to change and run, 28 MB of the 48 MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=(\d+), docs\/installation\.md "Footprint"\)$/);
   t.equal(Number(/about (\d+) MB/.exec(why)![1]), Math.round(servingNeeds(sim(40_000)) / MB));
   const suggested = Number(/max-old-space-size=(\d+)/.exec(why)![1]);
   t.equal(changeRefusal(sim(40_000), sim(0), suggested * MB), undefined, 'the suggested bound is enough');
@@ -116,11 +116,11 @@ t.test('changeRefusal: a change that would not fit, or that makes the configurat
 
 t.test('snapshotRefusal: a snapshot that could not be read whole is refused, with what to do', async (t) => {
   const limit = 48 * MB;
-  // A Modbus snapshot holds about 172 bytes per channel (2.7 MB for 16,000 channels).
-  t.equal(snapshotRefusal(1, { bytes: 2.7 * MB, channels: 16_000 }, modbus(16_000), true, limit), undefined, 'a rollback to 16,000 Modbus channels');
-  t.equal(snapshotRefusal(1, { bytes: 2.7 * MB, channels: 16_000 }, modbus(16_000), false, limit), undefined, 'snapshots/byId of them');
+  // A Modbus snapshot holds about 172 bytes per channel (2.0 MB for 12,000 channels).
+  t.equal(snapshotRefusal(1, { bytes: 2.0 * MB, channels: 12_000 }, modbus(12_000), true, limit), undefined, 'a rollback to 12,000 Modbus channels');
+  t.equal(snapshotRefusal(1, { bytes: 2.0 * MB, channels: 12_000 }, modbus(12_000), false, limit), undefined, 'snapshots/byId of them');
   t.ok(snapshotRefusal(1, { bytes: 5.2 * MB, channels: 30_000 }, modbus(20_000), true, limit), 'a rollback to 30,000 Modbus channels (taken under a larger bound)');
-  t.match(snapshotRefusal(7, { bytes: 12 * MB, channels: 70_000 }, modbus(1000), false, limit), /^Snapshot too large for this daemon's heap bound: snapshot 7 \(12\.0 MB, 70000 channels\) would need about \d+ MB to read, 35 MB of the 48 MB bound are usable; raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
+  t.match(snapshotRefusal(7, { bytes: 12 * MB, channels: 70_000 }, modbus(1000), false, limit), /^Snapshot too large for this daemon's heap bound: snapshot 7 \(12\.0 MB, 70000 channels\) would need about \d+ MB to read, 28 MB of the 48 MB bound are usable; raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
   t.ok(servingNeeds(modbus(20_000)) >= snapshotNeeds(snapshotOf(modbus(20_000)), modbus(20_000), true), 'what a configuration needs to be served covers a rollback to its snapshot');
 });
 
@@ -162,9 +162,9 @@ t.test('under the launcher\'s heap bound, adding channels past it is refused 413
   const d = await adminDaemon(t);
   const c = basic(d, 'admin', 'admin');
   const call = v2(d);
-  const { statuses, message } = await addUntilRefused(call, 7, (k) => simAsset(`a${k}`, 6000));
-  t.same(statuses, [200, 200, 200, 413], '18,000 channels taken, the next 6,000 refused');
-  t.match(message, /^Configuration too large for this daemon's heap bound: its 24000 channels \(\d+ entries in all\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
+  const { statuses, message } = await addUntilRefused(call, 7, (k) => simAsset(`a${k}`, 5000));
+  t.same(statuses, [200, 200, 200, 413], '15,000 channels taken, the next 5,000 refused');
+  t.match(message, /^Configuration too large for this daemon's heap bound: its 20000 channels \(\d+ entries in all\) would need about \d+ MB to change and run, \d+ MB of the \d+ MB bound are usable; delete channels, assets or long texts first, or raise the heap bound \(GATEWAYD_NODE_FLAGS=--max-old-space-size=\d+, docs\/installation\.md "Footprint"\)$/);
   t.equal(d.proc.exitCode, null, 'still running');
   t.same([...(await c.request('/services/assets')).json()].sort(), ['a0', 'a1', 'a2'], 'the refused asset is not there');
   const layer = JSON.parse(fs.readFileSync(path.join(d.dataDir, 'config', 'runtime.json'), 'utf8'));
@@ -172,7 +172,7 @@ t.test('under the launcher\'s heap bound, adding channels past it is refused 413
   // A change that adds no channel goes through at this size, and so does a deletion.
   t.equal((await call('configurableComponents/configurations/_update', { configs: [{ pid: 'a0', properties: { 'poll.interval': { type: 'INTEGER', value: 0 }, 'c0#+unit': { type: 'STRING', value: 'u' } } }], takeSnapshot: false }, 'PUT')).status, 200, 'a property changed');
   t.equal((await call('factoryComponents/byPid', { pids: ['a2'], takeSnapshot: false }, 'DELETE')).status, 200, 'an asset deleted');
-  t.equal((await call('factoryComponents', { configs: [simAsset('a3', 6000)], takeSnapshot: false })).status, 200, 'and then 6,000 channels fit again');
+  t.equal((await call('factoryComponents', { configs: [simAsset('a3', 5000)], takeSnapshot: false })).status, 200, 'and then 5,000 channels fit again');
   await d.stop();
   // What the change path accepted also starts.
   const again = await adminDaemon(t, path.dirname(d.configFile));

@@ -1,5 +1,5 @@
 // The console's configuration form of an asset at the documented channel bound
-// (docs/configuration-v2.md "How large a configuration can grow": 16,000 Modbus channels under the
+// (docs/configuration-v2.md "How large a configuration can grow": 12,000 Modbus channels under the
 // launcher's 48 MB heap bound), in Debian's chromium against the daemon started with the launcher's
 // node flags: the form opens with the channels folded (each one's fields made when it is opened),
 // a property of the asset and one of its last channel are changed and saved, and the daemon keeps running.
@@ -11,7 +11,7 @@ import { deviceSettings } from '../helpers/launch.mjs';
 import { basic } from '../helpers/session-client.js';
 import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
 
-const CHANNELS = Number(process.env.N ?? 16_000);
+const CHANNELS = Number(process.env.N ?? 12_000);
 
 // A large configuration on a shared machine: minutes rather than tap's default 30 s.
 t.setTimeout(600_000);
