@@ -58,7 +58,8 @@ export async function runOutage({ messages = 3600, channels = 1000 } = {}) {
     return r.status === 200 ? JSON.parse(r.body).mqtt : undefined;
   };
   const outboxDir = path.join(d.dataDir, 'mqtt');
-  const diskBytes = () => fs.readdirSync(outboxDir).reduce((n, f) => n + fs.statSync(path.join(outboxDir, f)).size, 0);
+  // A segment listed may be gone before it is measured (the outbox drops its oldest): it counts 0.
+  const diskBytes = () => fs.readdirSync(outboxDir).reduce((n, f) => n + (fs.statSync(path.join(outboxDir, f), { throwIfNoEntry: false })?.size ?? 0), 0);
   const failures = [];
   const peak = { rss: 0, cgroup: 0, disk: 0 };
   const sample = () => {
