@@ -199,36 +199,40 @@ function escape2253(v: string): string {
   return out;
 }
 
-/** RFC 2253 text, as X500Principal.getName() writes it (Kura's `issuer`): most specific first, `,` between RDNs. */
-export function rfc2253(rdns: DecodedAva[][]): string {
+/** A name's RDNs most specific first (as Java writes them), each AVA written by `ava`. */
+function nameText(rdns: DecodedAva[][], ava: (a: DecodedAva) => string, plus: string, comma: string): string {
   return [...rdns]
     .reverse()
-    .map((rdn) =>
-      rdn
-        .map((a) => {
-          const kw = byOid(a.oid);
-          if (kw?.rfc2253 && a.text !== undefined) return `${kw.name}=${escape2253(a.text)}`;
-          return `${a.oid}=#${a.der.toString('hex')}`;
-        })
-        .join('+'),
-    )
-    .join(',');
+    .map((rdn) => rdn.map(ava).join(plus))
+    .join(comma);
+}
+
+/** RFC 2253 text, as X500Principal.getName() writes it (Kura's `issuer`): most specific first, `,` between RDNs. */
+export function rfc2253(rdns: DecodedAva[][]): string {
+  return nameText(
+    rdns,
+    (a) => {
+      const kw = byOid(a.oid);
+      if (kw?.rfc2253 && a.text !== undefined) return `${kw.name}=${escape2253(a.text)}`;
+      return `${a.oid}=#${a.der.toString('hex')}`;
+    },
+    '+',
+    ',',
+  );
 }
 
 /** The text Java's Principal.getName() gives a certificate's subject (Kura's `subjectDN`): `, ` between RDNs, quoted where needed. */
 export function subjectText(rdns: DecodedAva[][]): string {
-  return [...rdns]
-    .reverse()
-    .map((rdn) =>
-      rdn
-        .map((a) => {
-          const kw = byOid(a.oid);
-          const key = kw?.name ?? `OID.${a.oid}`;
-          if (a.text === undefined) return `${key}=#${a.der.toString('hex')}`;
-          const quote = /[,=\n+<>#;\\"]/.test(a.text) || a.text !== a.text.trim();
-          return `${key}=${quote ? `"${a.text.replace(/["\\]/g, (c) => `\\${c}`)}"` : a.text}`;
-        })
-        .join(' + '),
-    )
-    .join(', ');
+  return nameText(
+    rdns,
+    (a) => {
+      const kw = byOid(a.oid);
+      const key = kw?.name ?? `OID.${a.oid}`;
+      if (a.text === undefined) return `${key}=#${a.der.toString('hex')}`;
+      const quote = /[,=\n+<>#;\\"]/.test(a.text) || a.text !== a.text.trim();
+      return `${key}=${quote ? `"${a.text.replace(/["\\]/g, (c) => `\\${c}`)}"` : a.text}`;
+    },
+    ' + ',
+    ', ',
+  );
 }
