@@ -41,3 +41,17 @@ export const ALL_TYPES: ChannelPropertyDefinition[] = [
 ];
 
 export const LIMITS = { maxRows: 1000, maxBytes: 4 * 1024 * 1024 };
+
+// xorshift32, seeded: a failure names the seed and iteration that reproduce it.
+export function generator(seed: number) {
+  let s = seed >>> 0 || 1;
+  const next = () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 0x100000000;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
+  return { next, int, pick };
+}

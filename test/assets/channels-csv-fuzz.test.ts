@@ -13,21 +13,8 @@ import {
   type ChannelsCsvResult,
   type CsvChannel,
 } from '../../src/assets/channels-csv.js';
-import { ALL_TYPES, LIMITS, MODBUS } from './channels-csv-fixtures.js';
+import { ALL_TYPES, LIMITS, MODBUS, generator } from './channels-csv-fixtures.js';
 
-// xorshift32, seeded: a failure names the seed and iteration that reproduce it.
-function generator(seed: number) {
-  let s = seed >>> 0 || 1;
-  const next = () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 0x100000000;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
-  return { next, int, pick };
-}
 type Rand = ReturnType<typeof generator>;
 
 // Characters that matter to CSV, spreadsheets and Java's trim, and some that do not.

@@ -7,20 +7,7 @@
 import t from 'tap';
 import { channelsToCsv, parseChannelsCsv, type ChannelPropertyDefinition, type CsvChannel } from '../../src/assets/channels-csv.js';
 import { CommonsCsvPeer, commonsCsvSkip, type PeerRecord } from '../helpers/commons-csv.js';
-import { GENERIC, LIMITS, MODBUS } from './channels-csv-fixtures.js';
-
-function generator(seed: number) {
-  let s = seed >>> 0 || 1;
-  const next = () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 0x100000000;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)];
-  return { next, int, pick };
-}
+import { GENERIC, LIMITS, MODBUS, generator } from './channels-csv-fixtures.js';
 
 const TEXT_CHARS = [',', '"', '\r', '\n', ' ', '\t', "'", '=', '+', '-', '@', '#', '!', 'a', 'Z', '0', 'é', '°', '\u00a0', '\u0001', '😀', ';'];
 const NAME_CHARS = ['a', 'Z', '0', '9', '_', '-', '.', '=', '@', "'", '"', 'é', '😀', '(', '!', '$', ';'];
