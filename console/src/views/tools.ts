@@ -121,6 +121,7 @@ function probeSection(base: string): HTMLElement {
     if (raw === '') return say(out, 'error', 'Enter the value to write.');
     const r = request();
     const what = tbl.value === 'COILS' ? 'coil' : `${r['data.type']} (${r['data.order']})`;
+    replace(out);
     confirmBox.hidden = false;
     replace(confirmBox,
       h('p', null, h('strong', null, `Write ${raw} as ${what} to ${tbl.value} ${addr.value} on unit ${unit.value}?`), ' This changes the device at once.'),
