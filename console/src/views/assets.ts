@@ -21,8 +21,17 @@ export const STATES: Record<string, string> = {
 export const stateBadge = (state: string | undefined): HTMLElement =>
   h('span', { class: `state state-${state ?? 'unknown'}` }, state ? STATES[state] ?? state : 'unknown');
 
-/** Every asset's poll status, a few requests at a time; an asset whose status failed is left out. */
+let cached: { at: number; key: string; map: Map<string, PollStatus> } | undefined;
+
+/**
+ * Every asset's poll status, a few requests at a time; an asset whose status failed is left out.
+ * One request per asset, so a gateway with many assets is asked at most every 50 ms per asset (20
+ * requests a second): within that time the last answers are reused.
+ */
 export async function statuses(names: string[]): Promise<Map<string, PollStatus>> {
+  const key = names.join('\n');
+  if (cached && cached.key === key && Date.now() - cached.at < Math.max(4000, names.length * 50)) return cached.map;
+  const at = Date.now();
   const out = new Map<string, PollStatus>();
   let next = 0;
   const worker = async () => {
@@ -36,6 +45,7 @@ export async function statuses(names: string[]): Promise<Map<string, PollStatus>
     }
   };
   await Promise.all(Array.from({ length: Math.min(6, names.length) }, worker));
+  cached = { at, key, map: out };
   return out;
 }
 
