@@ -20,7 +20,7 @@ t.test('health: asset states, status summary, uninstall warning', async (t) => {
   const dev = await startPyModbusTcp(t, { units: [1] });
   await dev.set(1, 'hr', 0, [42]);
   const d = await startDaemon(t, (_p, dir) => ({
-    identities: { admin: { password: PASSWORD, permissions: ['kura.admin'] } },
+    identities: { admin: { password: PASSWORD, permissions: ['kura.admin'] }, viewer: { password: PASSWORD, permissions: ['rest.system'] } },
     deploy: { 'file.allowed.dirs': [dir] },
     drivers: {
       plc: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'modbus.timeout': 200, 'modbus.transaction.retry': 0, 'unit.backoff.max': 0 },
@@ -126,5 +126,16 @@ t.test('health: asset states, status summary, uninstall warning', async (t) => {
   t.equal(asked, 'Uninstall org.example.plain 2.0.0?', 'the plain question');
   t.equal(await page.getByRole('alert').filter({ hasText: 'without a driver' }).count(), 0, 'no warning');
 
+  // Without rest.assets the Status view has no devices summary (and no error for it).
+  const other = await openPage(browser);
+  await other.page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
+  await other.page.getByLabel('User name').fill('viewer');
+  await other.page.getByLabel('Password').fill(PASSWORD);
+  await other.page.getByRole('button', { name: 'Log in' }).click();
+  await other.page.getByRole('heading', { name: 'Gateway', level: 2 }).waitFor();
+  t.equal(await other.page.getByRole('heading', { name: 'Devices' }).count(), 0, 'no devices summary without rest.assets');
+  t.equal(await other.page.locator('.error').count(), 0, 'and no error');
+
   t.same(problems, [], 'no console errors, page errors or CSP violations');
+  t.same(other.problems, [], 'none for the viewer either');
 });
