@@ -21,32 +21,33 @@ export const STATES: Record<string, string> = {
 export const stateBadge = (state: string | undefined): HTMLElement =>
   h('span', { class: `state state-${state ?? 'unknown'}` }, state ? STATES[state] ?? state : 'unknown');
 
-let cached: { at: number; key: string; map: Map<string, PollStatus> } | undefined;
-
 /**
  * Every asset's poll status, a few requests at a time; an asset whose status failed is left out.
  * One request per asset, so a gateway with many assets is asked at most every 50 ms per asset (20
- * requests a second): within that time the last answers are reused.
+ * requests a second): a view calling more often gets the last answers again.
  */
-export async function statuses(names: string[]): Promise<Map<string, PollStatus>> {
-  const key = names.join('\n');
-  if (cached && cached.key === key && Date.now() - cached.at < Math.max(4000, names.length * 50)) return cached.map;
-  const at = Date.now();
-  const out = new Map<string, PollStatus>();
-  let next = 0;
-  const worker = async () => {
-    while (next < names.length) {
-      const n = names[next++]!;
-      try {
-        out.set(n, await get<PollStatus>(`${A}/${encodeURIComponent(n)}/_status`));
-      } catch (e) {
-        if (e instanceof ApiError && (e.status === 403 || e.status === 401)) throw e;
+export function statusReader(): (names: string[]) => Promise<Map<string, PollStatus>> {
+  let last: { at: number; key: string; map: Map<string, PollStatus> } | undefined;
+  return async (names) => {
+    const key = names.join('\n');
+    if (last && last.key === key && Date.now() - last.at < Math.max(4000, names.length * 50)) return last.map;
+    const at = Date.now();
+    const out = new Map<string, PollStatus>();
+    let next = 0;
+    const worker = async () => {
+      while (next < names.length) {
+        const n = names[next++]!;
+        try {
+          out.set(n, await get<PollStatus>(`${A}/${encodeURIComponent(n)}/_status`));
+        } catch (e) {
+          if (e instanceof ApiError && (e.status === 403 || e.status === 401)) throw e;
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(6, names.length) }, worker));
+    last = { at, key, map: out };
+    return out;
   };
-  await Promise.all(Array.from({ length: Math.min(6, names.length) }, worker));
-  cached = { at, key, map: out };
-  return out;
 }
 
 /** The asset's poll status (GET _status) in words: a stalled poll shows as an old "last poll". */
@@ -64,6 +65,7 @@ export function assetsView(root: HTMLElement, args: string[], me: Identity): (()
   if (args[0]) return assetView(root, args[0], me);
   const body = h('div', null, h('p', { 'aria-busy': 'true' }, 'Loading…'));
   replace(root, h('h1', null, 'Assets'), body);
+  const statuses = statusReader();
   // Health at a glance: driver, state, last success and failures in a row, refreshed every 5 s.
   return every(5000, async () => {
     try {

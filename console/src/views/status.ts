@@ -4,7 +4,7 @@
 import { get, A, SYS } from '../api';
 import { every, fmtBytes, fmtDuration, h, replace } from '../dom';
 import { allowed, dl, problem, table, type Identity } from './common';
-import { STATES, stateBadge, statuses } from './assets';
+import { STATES, stateBadge, statusReader } from './assets';
 
 interface Status {
   version: string;
@@ -17,7 +17,7 @@ interface Status {
 }
 
 /** How many assets are in each state (docs/console.md "Views", Status), for an identity with rest.assets. */
-async function devicesSummary(): Promise<HTMLElement> {
+async function devicesSummary(statuses: ReturnType<typeof statusReader>): Promise<HTMLElement> {
   const names = await get<string[]>(A);
   const st = await statuses(names);
   const counts = new Map<string, number>();
@@ -34,12 +34,13 @@ export function statusView(root: HTMLElement, _args: string[], me: Identity): ()
   replace(root, h('h1', null, 'Status'), body);
   let fw: Record<string, unknown> | undefined;
   const assets = allowed(me, 'rest.assets');
+  const statuses = statusReader();
   return every(5000, async () => {
     try {
       fw ??= await get(`${SYS}/properties/framework`);
       const s = await get<Status>(`${SYS}/status`);
       // The devices summary is extra: its failure shows in its place, the rest still shows.
-      const devices = assets ? await devicesSummary().catch((e) => h('section', null, h('h2', null, 'Devices'), problem(e, 'rest.assets'))) : null;
+      const devices = assets ? await devicesSummary(statuses).catch((e) => h('section', null, h('h2', null, 'Devices'), problem(e, 'rest.assets'))) : null;
       const f = fw!;
       const m = s.mqtt;
       const mqttState = !m.enabled ? 'disabled' : m.connected ? 'connected' : 'not connected';
