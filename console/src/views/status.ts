@@ -26,7 +26,7 @@ async function devicesSummary(statuses: ReturnType<typeof statusReader>): Promis
   return h('section', { 'aria-labelledby': 's-dev' }, h('h2', { id: 's-dev' }, 'Devices'),
     names.length === 0 ? h('p', { class: 'empty' }, 'No assets are configured on this gateway.')
       : [h('ul', { class: 'summary', 'aria-label': 'Assets per state' }, order.map((k) => h('li', { 'data-state': k }, h('strong', null, counts.get(k)!), ' ', stateBadge(k)))),
-        h('p', { class: 'muted' }, `${names.length} assets. `, h('a', { href: '#/assets' }, 'See each asset'))]);
+        h('p', { class: 'muted' }, `${names.length} ${names.length === 1 ? 'asset' : 'assets'}. `, h('a', { href: '#/assets' }, 'See each asset'))]);
 }
 
 export function statusView(root: HTMLElement, _args: string[], me: Identity): () => void {
