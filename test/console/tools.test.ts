@@ -166,13 +166,13 @@ t.test('tools: probe, confirmed write, scan with progress and cancel, identifica
   const rtuScan = page.getByRole('region', { name: 'Scan for units' });
   await rtuScan.getByText('Baud rates to try').waitFor();
   await rtuScan.getByLabel('19200').check();
-  await rtuScan.getByLabel('EVEN_PARITY').check();
+  await rtuScan.getByLabel('even', { exact: true }).check();
   await rtuScan.getByLabel('First unit').fill('0');
   await rtuScan.getByLabel('Last unit').fill('3');
   const refused = page.waitForResponse((r) => r.url().endsWith('/_scan') && r.request().method() === 'POST');
   await rtuScan.getByRole('button', { name: 'Start scan' }).click();
   const answer = await refused;
-  t.same(JSON.parse(answer.request().postData()!), { units: [0, 3], baudRates: [19200], parities: ['EVEN_PARITY'] }, 'the sweep fields are sent');
+  t.same(JSON.parse(answer.request().postData()!), { units: [0, 3], baudRates: [19200], parities: ['even'] }, 'the sweep fields are sent');
   t.equal(answer.status(), 400, 'unit 0 is not on an RTU line');
   const { error } = await answer.json();
   await rtuScan.getByText(`Scan refused: ${error}`, { exact: true }).waitFor();

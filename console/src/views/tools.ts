@@ -9,7 +9,7 @@ import { problem, table } from './common';
 
 interface Instance { pid: string; factory: string; attached: boolean; tools: string[]; 'access.type'?: string }
 interface Found { unit: number; baudRate?: number; parity?: string; identification?: Record<string, string> }
-interface Scan { id: string; state: 'RUNNING' | 'DONE' | 'CANCELLED'; progress: number; found: Found[] }
+interface Scan { id: string; state: 'RUNNING' | 'DONE' | 'CANCELLED'; progress: number; found: Found[]; errors?: { baudRate: number; parity: string; error: string }[] }
 interface LogEntry {
   time: number; unit: number; function: number; address?: number; count?: number; result: string; latencyMs: number;
   exception?: number; error?: string; request?: string; response?: string;
@@ -19,7 +19,8 @@ const TABLES = ['HOLDING_REGISTERS', 'INPUT_REGISTERS', 'COILS', 'DISCRETE_INPUT
 const DATA_TYPES = ['INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64', 'FLOAT32', 'FLOAT64', 'STRING'];
 const ORDERS = ['BIG_ENDIAN', 'LITTLE_ENDIAN', 'BIG_ENDIAN_BYTE_SWAP', 'LITTLE_ENDIAN_BYTE_SWAP'];
 const BAUDS = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200];
-const PARITIES = ['NO_PARITY', 'EVEN_PARITY', 'ODD_PARITY'];
+// The scan's sweep values (docs/rest-api.md "drivers", POST _scan).
+const PARITIES = ['none', 'even', 'odd'];
 const FUNCTIONS: Record<number, string> = {
   1: 'read coils', 2: 'read discrete inputs', 3: 'read holding registers', 4: 'read input registers',
   5: 'write coil', 6: 'write register', 15: 'write coils', 16: 'write registers', 43: 'device identification',
@@ -205,7 +206,9 @@ function scanSection(base: string, rtu: boolean, identify: ((unit: number, into?
     state.className = s.state === 'CANCELLED' ? 'muted' : s.state === 'DONE' ? 'ok' : 'muted';
     state.textContent = `${s.state === 'RUNNING' ? 'Scanning' : s.state === 'DONE' ? 'Done' : 'Cancelled'}: ${Math.round(s.progress * 100)} %, ${n} ${n === 1 ? 'unit' : 'units'} found.`;
     const sweep = s.found.some((f) => f.baudRate !== undefined || f.parity !== undefined);
-    replace(found, n === 0 ? null : table(['Unit', ...(sweep ? ['Baud rate', 'Parity'] : []), 'Identification', ''], s.found.map((f) => {
+    // Sweep combinations the serial port refused: said once each, beside the units found.
+    const refusedCombos = s.errors?.length ? h('ul', { class: 'error', 'aria-label': 'Serial settings refused' }, s.errors.map((e) => h('li', null, `${e.baudRate} baud, parity ${e.parity}: ${e.error}`))) : null;
+    replace(found, refusedCombos, n === 0 ? null : table(['Unit', ...(sweep ? ['Baud rate', 'Parity'] : []), 'Identification', ''], s.found.map((f) => {
       const idCell = h('td', null, f.identification ? [f.identification.VendorName, f.identification.ProductCode, f.identification.MajorMinorRevision].filter(Boolean).join(' · ') : '—');
       return h('tr', null, h('th', { scope: 'row' }, f.unit), sweep ? [h('td', null, f.baudRate ?? '—'), h('td', null, f.parity ?? '—')] : null, idCell,
         h('td', null, identify ? h('button', { type: 'button', class: 'secondary', 'aria-label': `Read identification of unit ${f.unit}`, onclick: () => identify(f.unit, idCell) }, 'Read identification') : null));
@@ -264,8 +267,8 @@ function scanSection(base: string, rtu: boolean, identify: ((unit: number, into?
   h('div', { class: 'cols' }, field('First unit', from), field('Last unit', to)),
   identify ? h('div', { class: 'field check' }, h('label', null, withIdent, ' Also read the identification of each unit found')) : null,
   rtu ? [
-    h('fieldset', { class: 'perms' }, h('legend', null, 'Baud rates to try (none: the line\'s own)'), bauds),
-    h('fieldset', { class: 'perms' }, h('legend', null, 'Parities to try (none: the line\'s own)'), parities),
+    h('fieldset', { class: 'perms' }, h('legend', null, 'Baud rates to try (all unchecked: the line\'s own)'), bauds),
+    h('fieldset', { class: 'perms' }, h('legend', null, 'Parities to try (all unchecked: the line\'s own)'), parities),
   ] : null,
   start, ' ', cancel);
   return h('section', { 'aria-labelledby': 'scan-h' }, h('h2', { id: 'scan-h' }, 'Scan for units'),
