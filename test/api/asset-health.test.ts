@@ -22,6 +22,7 @@ t.test('asset health, driver list, and what an uninstall leaves without a driver
     identities: {
       admin: { password: 'Admin-pass1', permissions: ['kura.admin'] },
       operator: { password: 'Oper-pass1', permissions: ['rest.assets'] },
+      viewer: { password: 'View-pass1', permissions: ['rest.system'] },
     },
     deploy: { 'file.allowed.dirs': [dir] },
     drivers: { sim: { factory: 'simulator' }, bus: { factory: 'exdrv' }, plc: { factory: 'modbus', 'access.type': 'RTU', 'modbus.rtu.port.name': '/dev/null-nonexistent' } },
@@ -51,7 +52,8 @@ t.test('asset health, driver list, and what an uninstall leaves without a driver
     { pid: 'bus', factory: 'exdrv', attached: false, tools: [] },
     { pid: 'plc', factory: 'modbus', attached: true, tools: ['probe', 'scan', 'identification', 'log'], 'access.type': 'RTU' },
   ]);
-  t.equal((await basic(d, 'admin', 'Admin-pass1').request('/services/drivers', { method: 'GET' })).status, 200);
+  t.equal((await basic(d, 'viewer', 'View-pass1').request('/services/drivers')).status, 403, 'the list needs the assets role');
+  t.equal((await basic(d, 'viewer', 'View-pass1').request('/services/assets/well/_status')).status, 403, 'so does the status');
 
   // A package that provides the factory: installed, the asset gets its driver.
   const dp = path.join(d.dir, 'ex.dp');
