@@ -27,6 +27,7 @@ function errorOf(status: number, text: string): ApiError {
   try {
     const j = JSON.parse(text);
     if (j && typeof j.message === 'string') msg = j.message;
+    else if (j && typeof j.error === 'string') msg = j.error; // the drivers family's errors
   } catch {
     // text/plain error bodies (assets, deploy) are the message
   }
@@ -67,6 +68,25 @@ export async function call<T = any>(method: string, path: string, body?: unknown
 const parse = (text: string): unknown =>
   JSON.parse(text, ((_k: string, v: unknown, ctx?: { source?: string }) => (typeof v === 'number' && !Number.isSafeInteger(v) && ctx?.source && /^-?\d+$/.test(ctx.source) ? ctx.source : v)) as never);
 
+/** A call whose body and answer are text of their own type (the channels CSV): the answer's text. */
+export async function callText(method: string, path: string, body?: string, contentType = 'text/csv'): Promise<string> {
+  const h = headers(false);
+  if (body !== undefined) h['Content-Type'] = contentType;
+  let r: Response;
+  try {
+    r = await fetch(path, { method, headers: h, body, credentials: 'same-origin', cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'The gateway cannot be reached. Check the network connection and try again.');
+  }
+  const text = await r.text();
+  if (!r.ok) {
+    const e = errorOf(r.status, text);
+    if (r.status === 401) onUnauthorized(e);
+    throw e;
+  }
+  return text;
+}
+
 export const get = <T = any>(path: string, o?: CallOptions) => call<T>('GET', path, undefined, o);
 export const post = <T = any>(path: string, body?: unknown, o?: CallOptions) => call<T>('POST', path, body ?? {}, o);
 
@@ -93,3 +113,4 @@ export const A = '/services/assets';
 export const D = '/services/deploy/v2';
 export const I = '/services/identity/v1';
 export const SYS = '/services/system/v1';
+export const DRV = '/services/drivers';

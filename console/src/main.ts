@@ -10,11 +10,13 @@ import { identitiesView } from './views/identities';
 import { configView } from './views/config';
 import { allowed, type Identity, type View } from './views/common';
 import { certificatesView } from './views/certificates';
+import { toolsView } from './views/tools';
 
 
 const VIEWS: { path: string; title: string; permission: string; render: View }[] = [
   { path: 'status', title: 'Status', permission: 'rest.system', render: statusView },
   { path: 'assets', title: 'Assets', permission: 'rest.assets', render: assetsView },
+  { path: 'tools', title: 'Tools', permission: 'rest.assets', render: toolsView },
   { path: 'config', title: 'Configuration', permission: 'rest.configuration', render: configView },
   { path: 'packages', title: 'Packages', permission: 'rest.deploy', render: packagesView },
   { path: 'identities', title: 'Identities', permission: 'rest.identity', render: identitiesView },

@@ -11,7 +11,7 @@ import { isPlainObject } from '../core/schema.js';
 import type { DriverPool } from '../assets/driver-pool.js';
 
 /** What the family needs of the daemon's driver instances (the asset runtime's DriverPool). */
-export type DriverInstances = Pick<DriverPool, 'get' | 'factoryOf'>;
+export type DriverInstances = Pick<DriverPool, 'get' | 'factoryOf' | 'list'>;
 type DriverTools = NonNullable<NonNullable<ReturnType<DriverPool['get']>>['tools']>;
 
 /** A tool's answer as JSON, a LONG with its exact digits. */
@@ -45,6 +45,17 @@ export function driversFamily(drivers: DriverInstances): Family {
     role: 'assets',
     errors: 'error',
     routes: [
+      {
+        // The instances and which tools each has: what the console offers (docs/rest-api.md "drivers").
+        method: 'GET',
+        path: '',
+        handler: () => drivers.list().map((i) => {
+          const t = i.driver?.tools ?? {};
+          const tools = [t.probe && 'probe', t.startScan && 'scan', t.identify && 'identification', t.requestLog && 'log'].filter(Boolean);
+          const access = i.props['access.type'];
+          return { pid: i.id, factory: i.factory, attached: i.driver !== undefined, tools, ...(typeof access === 'string' ? { 'access.type': access } : {}) };
+        }),
+      },
       {
         method: 'GET',
         path: ':pid/_log',

@@ -23,7 +23,7 @@ import { systemFamily, type SystemDeps } from './system.js';
 import { identityFamily } from './identity.js';
 import { configurationFamily } from './configuration.js';
 import { confV1Family } from './conf-v1/handler.js';
-import { deployFamily } from './deploy/rest.js';
+import { deployFamily, type DriverUsage } from './deploy/rest.js';
 import { deployV2Family } from './deploy/deploy-v2.js';
 import { commandFamily } from './cmd-v1.js';
 import { inventoryFamilies } from './inventory.js';
@@ -52,11 +52,21 @@ export function families(d: FamilyDeps): Family[] {
     identityFamily(d.auth), //                   REST /services/identity/v1
     ...(d.configuration ? [configurationFamily(d.configuration), confV1Family(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2 and CONF-V1
     ...(d.configuration ? [assetChannelsCsvFamily(d.configuration)] : []), // REST /services/assets/{pid}/_channels.csv
-    deployFamily(d.deploy, d.log), //            REST /services/deploy/v2
+    deployFamily(d.deploy, d.log, driverUsage(d.assets)), // REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2
     commandFamily(d.system.config, d.log), //     MQTT CMD-V1, while command.enabled
     ...inventoryFamilies(d.deploy, d.log), //    REST /services/inventory/v1, MQTT INVENTORY-V1
     keystoresRestFamily(d.keystores), //         REST /services/keystores/v1
     keystoresMqttFamily(d.keystores), //         MQTT KEYS-V1
   ];
+}
+
+/** The driver instances of the given factories and the assets on them (deploy/v2 `{name}/_drivers`). */
+function driverUsage(assets: FamilyDeps['assets']): DriverUsage {
+  return (factories) => {
+    const f = new Set(factories);
+    const instances = assets.drivers.list().filter((i) => f.has(i.factory)).map((i) => i.id);
+    const on = new Set(instances);
+    return { instances, assets: assets.list().filter((pid) => on.has(assets.get(pid)?.driverPid ?? '')) };
+  };
 }

@@ -59,6 +59,11 @@ export class DriverPool {
     return this.slots.get(id)?.driver;
   }
 
+  /** Every driver instance: id, factory, whether it is attached, and its configured properties. */
+  list(): { id: string; factory: string; driver: Driver | undefined; props: Record<string, unknown> }[] {
+    return [...this.slots.values()].map((s) => ({ id: s.config.id, factory: s.config.factory, driver: s.driver, props: s.config.props }));
+  }
+
   /** The factory name of driver instance `id`, attached or not; undefined for no such instance. */
   factoryOf(id: string): string | undefined {
     return this.slots.get(id)?.config.factory;

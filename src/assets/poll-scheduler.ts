@@ -25,6 +25,28 @@ export interface PollState {
 export interface PollStatus extends PollState {
   pollInterval: number;
   devices: DeviceStatus[];
+  /** The asset's `driver.pid`. */
+  driver: string;
+  /** Whether that driver instance exists and its factory is installed. */
+  driverAttached: boolean;
+  /** The asset's health in one word (docs/rest-api.md "Poll status"; pollHealth below). */
+  state: PollHealth;
+}
+
+export type PollHealth = 'driverMissing' | 'notPolled' | 'pending' | 'stale' | 'failing' | 'ok';
+
+/**
+ * An asset's health at a glance (docs/rest-api.md "Poll status"): its driver is missing; it is not
+ * polled (`poll.interval` 0); no poll has started yet; the last poll started too long ago (more than
+ * three poll intervals and at least the interval plus 2 s: a poll that hangs, or a stopped timer);
+ * the last poll failed a channel; or it is well.
+ */
+export function pollHealth(s: PollState, pollInterval: number, driverAttached: boolean, now: number): PollHealth {
+  if (!driverAttached) return 'driverMissing';
+  if (pollInterval <= 0) return 'notPolled';
+  if (s.lastPoll === 0) return 'pending';
+  if (now - s.lastPoll > Math.max(3 * pollInterval, pollInterval + 2000)) return 'stale';
+  return s.consecutiveFailures > 0 ? 'failing' : 'ok';
 }
 
 export const newPollState = (): PollState => ({ lastPoll: 0, lastSuccess: 0, consecutiveFailures: 0, polls: 0, overruns: 0 });

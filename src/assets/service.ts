@@ -12,7 +12,7 @@ import { sameJson, type DriverPool } from './driver-pool.js';
 import { DriverCalls } from './driver-calls.js';
 import { SharedReads } from './single-flight.js';
 import { readRecord, readRecords, sortReads, sortWrites, writeRecord } from './channel-access.js';
-import { PollScheduler, type PollStatus } from './poll-scheduler.js';
+import { PollScheduler, pollHealth, type PollStatus } from './poll-scheduler.js';
 
 export type { PollStatus };
 
@@ -133,7 +133,12 @@ export class AssetRuntime implements AssetService {
   /** The poll statistics of an asset (docs/rest-api.md "Poll status"). */
   pollStatus(pid: string): PollStatus {
     const asset = this.require(pid);
-    return { pollInterval: asset.pollInterval, ...this.polls.stateOf(pid), devices: this.drivers.get(asset.driverPid)?.devices?.() ?? [] };
+    const driver = this.drivers.get(asset.driverPid);
+    const st = this.polls.stateOf(pid);
+    return {
+      pollInterval: asset.pollInterval, ...st, devices: driver?.devices?.() ?? [],
+      driver: asset.driverPid, driverAttached: driver !== undefined, state: pollHealth(st, asset.pollInterval, driver !== undefined, Date.now()),
+    };
   }
 
   /**

@@ -121,6 +121,11 @@ export class DeploymentService {
     return this.config;
   }
 
+  /** The driver factories the package's running plug-in registered (none when it is not running). */
+  driverFactoriesOf(name: string): string[] {
+    return this.opts.plugins.factoriesOf(name);
+  }
+
   list(): { name: string; version: string }[] {
     return this.store.list().map((p) => ({ name: p.name, version: p.version }));
   }

@@ -6,6 +6,7 @@ import t from 'tap';
 import net from 'node:net';
 import { AssetRuntime } from '../../src/assets/service.js';
 import { DriverPool } from '../../src/assets/driver-pool.js';
+import { pollHealth } from '../../src/assets/poll-scheduler.js';
 import { DriverRegistry } from '../../src/drivers/registry.js';
 import { simulatorFactory } from '../../src/drivers/simulator/index.js';
 import { modbusFactory } from '../../src/drivers/modbus/index.js';
@@ -85,7 +86,9 @@ t.test('_status figures: last poll, last success, consecutive failures', async (
   const bad = rt.pollStatus('bad');
   t.equal(bad.lastSuccess, 0, 'a poll with a failed channel is not a success');
   t.ok(bad.consecutiveFailures >= 3 && bad.consecutiveFailures === bad.polls, `${bad.consecutiveFailures} failures in a row`);
-  t.same(rt.pollStatus('manual'), { pollInterval: 0, lastPoll: 0, lastSuccess: 0, consecutiveFailures: 0, polls: 0, overruns: 0, devices: [] });
+  t.match(ok, { driver: 'sim', driverAttached: true, state: 'ok' }, 'a well asset');
+  t.match(bad, { driver: 'sim', driverAttached: true, state: 'failing' }, 'a failing channel makes the asset failing');
+  t.same(rt.pollStatus('manual'), { pollInterval: 0, lastPoll: 0, lastSuccess: 0, consecutiveFailures: 0, polls: 0, overruns: 0, devices: [], driver: 'sim', driverAttached: true, state: 'notPolled' });
   t.throws(() => rt.pollStatus('nope'), { message: 'Asset not found: nope' });
 });
 
@@ -128,4 +131,26 @@ t.test('report by exception: an unchanged error is published like an unchanged v
   t.ok(polls >= 10, `${polls} polls`);
   t.ok(published.length >= 1 && published.length <= 4, `${published.length} publications in ${polls} polls: the first, then at publish.max.interval`);
   t.same([...new Set(published)], [`Modbus TCP 127.0.0.1:${port}: no response from unit 1 within 100 ms`]);
+});
+
+t.test('health in one word: driver missing, not polled, pending, stale, failing, ok', async (t) => {
+  const st = (lastPoll: number, consecutiveFailures = 0) => ({ lastPoll, lastSuccess: 0, consecutiveFailures, polls: 1, overruns: 0 });
+  const now = 1_000_000;
+  t.equal(pollHealth(st(now), 1000, false, now), 'driverMissing');
+  t.equal(pollHealth(st(0), 0, true, now), 'notPolled');
+  t.equal(pollHealth(st(0), 1000, true, now), 'pending');
+  t.equal(pollHealth(st(now - 3000), 1000, true, now), 'ok', 'three intervals late is still in time');
+  t.equal(pollHealth(st(now - 3001), 1000, true, now), 'stale', 'more than three intervals late');
+  t.equal(pollHealth(st(now - 2000), 100, true, now), 'ok', 'a short interval gets at least 2 s more');
+  t.equal(pollHealth(st(now - 2101), 100, true, now), 'stale');
+  t.equal(pollHealth(st(now - 100, 2), 1000, true, now), 'failing');
+  t.equal(pollHealth(st(now - 5000, 2), 1000, true, now), 'stale', 'a stalled poll is stale, whatever the last one said');
+});
+
+t.test('an asset whose driver instance is missing or not attached is driverMissing', async (t) => {
+  const rt = runtime(t, [simulatorFactory]);
+  const good = channel('x', 'INTEGER', { simulation: 'counter' }, 'READ');
+  rt.configure([asset('orphan', 'nosuch', [good], 50), asset('ghost', 'g', [good], 50)], { g: { id: 'g', factory: 'notinstalled', props: {} } });
+  t.match(rt.pollStatus('orphan'), { driver: 'nosuch', driverAttached: false, state: 'driverMissing' });
+  t.match(rt.pollStatus('ghost'), { driver: 'g', driverAttached: false, state: 'driverMissing' });
 });

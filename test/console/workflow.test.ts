@@ -186,7 +186,7 @@ t.test('technician workflow', async (t) => {
   await page.getByLabel('Password').fill('Nightshift42');
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('heading', { name: 'Status', level: 1 }).waitFor();
-  t.same(await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allInnerTexts(), ['Status', 'Assets'], 'views without permission are hidden');
+  t.same(await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allInnerTexts(), ['Status', 'Assets', 'Tools'], 'views without permission are hidden');
   await page.goto(`${origin}/console/#/packages`);
   await page.getByRole('alert').filter({ hasText: 'Access denied' }).waitFor();
   t.match(await page.getByRole('alert').innerText(), /rest\.deploy/, '403 view names the missing permission');

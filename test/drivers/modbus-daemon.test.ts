@@ -98,8 +98,8 @@ t.test('end to end with a pymodbus device', async (t) => {
     t.equal(res.status, 200, res.body);
     t.match(res.headers['content-type'], /application\/json/);
     const st = res.json();
-    t.same(Object.keys(st), ['pollInterval', 'lastPoll', 'lastSuccess', 'consecutiveFailures', 'polls', 'overruns', 'devices']);
-    t.match(st, { pollInterval: 0, lastPoll: 0, consecutiveFailures: 0, devices: [{ unit: 1, timeouts: 0, exceptions: 0, backoffUntil: 0 }] });
+    t.same(Object.keys(st), ['pollInterval', 'lastPoll', 'lastSuccess', 'consecutiveFailures', 'polls', 'overruns', 'devices', 'driver', 'driverAttached', 'state']);
+    t.match(st, { pollInterval: 0, lastPoll: 0, driver: 'plc', driverAttached: true, state: 'notPolled', consecutiveFailures: 0, devices: [{ unit: 1, timeouts: 0, exceptions: 0, backoffUntil: 0 }] });
     t.ok(st.devices[0].requests >= 2 && st.devices[0].responses === st.devices[0].requests, JSON.stringify(st.devices));
     const missing = await d.request('/services/assets/nope/_status', { headers: auth });
     t.equal(missing.status, 404);

@@ -11,6 +11,7 @@ export function packagesView(root: HTMLElement): () => void {
   const list = h('div', null, h('p', { 'aria-busy': 'true' }, 'Loading…'));
   const jobs = h('div');
   const note = h('p', { role: 'status', class: 'muted' });
+  const warn = h('div', { class: 'warn-box', role: 'alert', hidden: true });
 
   const file = h('input', { type: 'file', accept: '.dp,application/octet-stream', required: true });
   const bar = h('progress', { max: 100, value: 0, hidden: true, 'aria-label': 'Upload progress' });
@@ -55,8 +56,39 @@ export function packagesView(root: HTMLElement): () => void {
     },
   }, h('h2', null, 'Install from a URL'), field('Package URL', url, 'http(s), or file: inside the folders the gateway allows'), h('button', { type: 'submit' }, 'Install'));
 
-  replace(root, h('h1', null, 'Packages'), h('section', { 'aria-label': 'Installed packages' }, h('h2', null, 'Installed'), list), note,
+  replace(root, h('h1', null, 'Packages'), h('section', { 'aria-label': 'Installed packages' }, h('h2', null, 'Installed'), list, warn), note,
     h('div', { class: 'cols' }, upForm, urlForm), h('section', { 'aria-label': 'Jobs' }, h('h2', null, 'Jobs'), jobs));
+
+  // An uninstall that leaves assets without a driver says which, and asks again (deploy/v2 _drivers).
+  const uninstall = async (p: Pkg) => {
+    warn.hidden = true;
+    try {
+      note.textContent = `Uninstall requested: ${await call('DELETE', `${D}/${encodeURIComponent(p.name)}`)}.`;
+      await refresh();
+    } catch (e) {
+      note.textContent = `Uninstall refused: ${(e as Error).message}`;
+    }
+  };
+  const askUninstall = async (p: Pkg) => {
+    let use: { factories: string[]; instances: string[]; assets: string[] } | undefined;
+    try {
+      use = await get(`${D}/${encodeURIComponent(p.name)}/_drivers`);
+    } catch {
+      use = undefined; // an older gateway without the resource: ask as before
+    }
+    if (!use || use.assets.length === 0) {
+      if (confirm(`Uninstall ${p.name} ${p.version}?`)) await uninstall(p);
+      return;
+    }
+    warn.hidden = false;
+    replace(warn,
+      h('p', null, h('strong', null, `Uninstalling ${p.name} ${p.version} leaves ${use.assets.length === 1 ? 'this asset' : `these ${use.assets.length} assets`} without a driver: `),
+        use.assets.join(', '), '.'),
+      h('p', { class: 'muted' }, `It removes the driver ${use.factories.length === 1 ? 'factory' : 'factories'} ${use.factories.join(', ')}, used by the driver ${use.instances.length === 1 ? 'instance' : 'instances'} ${use.instances.join(', ')}. Their channels will answer "Driver not attached" until a package provides the driver again.`),
+      h('button', { type: 'button', class: 'danger', onclick: () => uninstall(p) }, `Uninstall ${p.name} anyway`), ' ',
+      h('button', { type: 'button', class: 'secondary', onclick: () => { warn.hidden = true; note.textContent = `${p.name} was kept.`; } }, 'Keep it'));
+    (warn.querySelector('button') as HTMLButtonElement).focus();
+  };
 
   const refresh = async () => {
     try {
@@ -66,15 +98,7 @@ export function packagesView(root: HTMLElement): () => void {
           type: 'button',
           class: 'danger',
           'aria-label': `Uninstall ${p.name}`,
-          onclick: async () => {
-            if (!confirm(`Uninstall ${p.name} ${p.version}?`)) return;
-            try {
-              note.textContent = `Uninstall requested: ${await call('DELETE', `${D}/${encodeURIComponent(p.name)}`)}.`;
-              await refresh();
-            } catch (e) {
-              note.textContent = `Uninstall refused: ${(e as Error).message}`;
-            }
-          },
+          onclick: () => askUninstall(p),
         }, 'Uninstall')))), 'Installed packages'));
       const recent = [...js].sort((a, b) => b.id - a.id);
       replace(jobs, recent.length === 0 ? h('p', { class: 'empty' }, 'No install or uninstall jobs yet.') : table(['#', 'Kind', 'Package', 'State', 'Queued', 'Finished'], recent.map((j) =>

@@ -20,7 +20,10 @@ import { QueueFullError } from '../../deploy/jobs.js';
 export const DEPLOY_BASE = '/services/deploy/v2';
 export const DEPLOY_ROLE = 'deploy';
 
-export function deployFamily(deploy: DeploymentService, baseLog: Logger): Family {
+/** Which driver instances and assets use the given driver factories (for a package's `_drivers`). */
+export type DriverUsage = (factories: string[]) => { instances: string[]; assets: string[] };
+
+export function deployFamily(deploy: DeploymentService, baseLog: Logger, usage: DriverUsage = () => ({ instances: [], assets: [] })): Family {
   const log = baseLog.child({ component: 'deploy-api' });
   return {
     name: 'deploy/v2',
@@ -58,6 +61,18 @@ export function deployFamily(deploy: DeploymentService, baseLog: Logger): Family
             log.error('install request failed', { url: redactUrl(url), error: (err as Error).message });
             throw new RequestError(500, `Error installing deployment package: ${redactUrl(url)}`);
           }
+        },
+      },
+      {
+        // Extension (docs/rest-api.md): the driver factories a package's plug-in registered, and
+        // the instances and assets that uninstalling it leaves without a driver.
+        method: 'GET',
+        path: ':name/_drivers',
+        handler: (req) => {
+          const name = req.params.name!;
+          if (!deploy.list().some((p) => p.name === name)) throw new RequestError(404, `Package not found: ${name}`);
+          const factories = deploy.driverFactoriesOf(name);
+          return { factories, ...usage(factories) };
         },
       },
       {
