@@ -23,7 +23,7 @@ interface Got {
   payload: Buffer;
 }
 
-async function listen(t: Tap.Test, url: string, filter: string, clientId: string): Promise<Got[]> {
+async function listen(t: { teardown(fn: () => unknown): void }, url: string, filter: string, clientId: string): Promise<Got[]> {
   const got: Got[] = [];
   const c = new MqttClient({ url, clientId, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
   c.on('message', (topic: string, payload: Buffer) => got.push({ topic, payload }));
