@@ -4,7 +4,7 @@ import type { Problem } from '../core/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../core/schema.js';
-import { isPlainObject, kind, problem } from '../core/schema.js';
+import { isPlainObject, kind, problem, type Spec } from '../core/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -111,10 +111,10 @@ export interface NamedConnection {
 
 /**
  * Connection names are one MQTT topic level that is also a file-name and PID suffix
- * (`dataDir/mqtt-<name>`, `…CloudService-<name>`): letters, digits, `_`, `-`, `.`, not starting with
- * a dot, at most 64 characters.
+ * (`dataDir/mqtt-<name>`, `…CloudService-<name>`) and one key-path level (`mqtt.connections.<name>`):
+ * 1 to 64 letters, digits, `_` and `-`.
  */
-export const CONNECTION_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+export const CONNECTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Asset PIDs as `telemetry.assets` may name them (any non-empty text without control characters). */
 const ASSET_PID = /^[^\u0000-\u001f]+$/;
@@ -125,8 +125,18 @@ export function outboxDirName(name: string): string {
 }
 
 const typeOf = oneOf(CONNECTION_TYPES);
-const telemetryAssets = (raw: unknown, keyPath: string, problems: Problem[]): string[] | '*' =>
-  raw === '*' ? '*' : arrayOf(str({ pattern: ASSET_PID, patternHint: 'expected an asset PID' }), { unique: true })(raw, keyPath, problems);
+const assetList = arrayOf(str({ pattern: ASSET_PID, patternHint: 'expected an asset PID' }), { unique: true });
+/** `"*"` or a list of PIDs; `["*"]` (how a configuration/v2 client writes it) is `"*"`. */
+const telemetryAssets = Object.assign(
+  (raw: unknown, keyPath: string, problems: Problem[]): string[] | '*' => (raw === '*' || (Array.isArray(raw) && raw.length === 1 && raw[0] === '*') ? '*' : assetList(raw, keyPath, problems)),
+  { ad: assetList.ad },
+);
+
+/** The keys a connection has beyond mqttSection's, as configuration/v2 shows them on its CloudService component. */
+export const CONNECTION_KEYS: Spec = {
+  ...(Object.hasOwn(mqttSection.spec!, 'type') ? {} : { type: [typeOf, 'kura'] }),
+  'telemetry.assets': [telemetryAssets, '*'],
+};
 
 /**
  * One connection's keys: `telemetry.assets` (and `type`, while the section has no such key of its
@@ -184,7 +194,7 @@ export function validateMqttConnections(raw: unknown, keyPath = 'mqtt'): { conne
   for (const [name, entry] of Object.entries(list)) {
     const p = `${keyPath}.connections.${name}`;
     if (!CONNECTION_NAME.test(name)) {
-      problem(problems, p, 'not a connection name: 1 to 64 letters, digits, "_", "-" or "." (not first), one topic level');
+      problem(problems, p, 'not a connection name: 1 to 64 letters, digits, "_" or "-"');
       continue;
     }
     if (!isPlainObject(entry)) {
