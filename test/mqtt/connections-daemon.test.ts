@@ -120,6 +120,22 @@ t.test('two connections, two brokers', mosquittoSkip(), async (t) => {
   t.equal(cloudGot.filter((m) => m.topic === '$EDC/acct/gw-cloud/MQTT/DC').length, 0, 'no DC on the cloud');
   t.equal((await byName('default')).reconnects, 0, 'the default connection never reconnected');
 
+  // A connection added by SIGHUP connects; removed again, it says DC and goes; the others stay.
+  const cfg3 = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  cfg3.mqtt.connections.extra = { enabled: true, 'broker-url': plant.url, 'client-id': 'gw-extra', 'applications.disabled': ['ASSET-V1'] };
+  fs.writeFileSync(d.configFile, JSON.stringify(cfg3));
+  d.signal('SIGHUP');
+  await until(() => plantGot.some((m) => m.topic === '$EDC/account/gw-extra/MQTT/BIRTH'), 10_000, 'the added connection’s BIRTH');
+  t.same((await conns()).map((c) => c.name), ['default', 'local', 'extra'], 'listed in the file’s order');
+  const extraBirth = plantGot.find((m) => m.topic === '$EDC/account/gw-extra/MQTT/BIRTH')!;
+  t.notOk(String((decodeKuraPayload(extraBirth.payload) as any).value.metrics.find((m: any) => m.name === 'application_ids').value).split(',').includes('ASSET-V1'), 'its BIRTH without what it disables');
+  delete cfg3.mqtt.connections.extra;
+  fs.writeFileSync(d.configFile, JSON.stringify(cfg3));
+  d.signal('SIGHUP');
+  await until(() => plantGot.some((m) => m.topic === '$EDC/account/gw-extra/MQTT/DC'), 10_000, 'the removed connection’s DC');
+  t.same((await conns()).map((c) => c.name), ['default', 'local']);
+  t.equal((await byName('default')).reconnects, 0, 'default untouched by adding and removing another');
+
   // The cloud broker goes down: the plant still gets every poll of the pump, its outbox writes nothing.
   const pumpValues = () => telemetry(plantGot, 'plant/gw-local/assets/pump').map((m) => Number(JSON.parse(m.payload.toString()).channels[0].value));
   await cloud.stop();

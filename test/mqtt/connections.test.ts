@@ -104,3 +104,29 @@ t.test('the whole configuration: mqtt is the primary, connections all; relative 
   const bad = validateConfig({ mqtt: { connections: { x: { 'client-id': '' } } } }, reg, '/');
   t.same(bad.problems.filter((p) => p.severity === 'error').map((p) => p.path), ['mqtt.connections.x.client-id']);
 });
+
+t.test('a type without a factory in the table is listed with the reason and never connects', async (t) => {
+  const { MqttConnections, kuraConnection } = await import('../../src/mqtt/connections.js');
+  const { MqttApplications } = await import('../../src/mqtt/applications.js');
+  const { MqttClient } = await import('../../src/mqtt/client.js');
+  const { silentLogger } = await import('../../src/log.js');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-conn-types-'));
+  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  let clients = 0;
+  const conns = new MqttConnections({
+    factories: { kura: kuraConnection },
+    parts: { dataDir, applications: new MqttApplications(), assets: { get: () => undefined, onPoll: () => () => {} }, client: (o) => (clients++, new MqttClient(o)), log: silentLogger },
+    log: silentLogger,
+  });
+  const { connections } = validateMqttConnections({ connections: { edge: { enabled: true, type: 'sparkplug', 'broker-url': 'mqtt://127.0.0.1:1' } } });
+  await conns.start(connections);
+  const [c] = conns.list();
+  t.equal(c.type, 'sparkplug');
+  t.match(c.stats(), { connected: false, lastError: { message: 'connection type "sparkplug" is not available in this build' } });
+  t.equal(clients, 0, 'no client was made');
+  t.notOk(fs.existsSync(path.join(dataDir, 'mqtt-edge')), 'no outbox opened');
+  await conns.stop();
+});
