@@ -128,7 +128,7 @@ export class Daemon {
     mountSessionApi(http, auth);
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
-    // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
+    // The MQTT connections (status for system/v1 and cloudconnection/v1): built and connected after the listeners open.
     const mqtt = (this.mqtt = new MqttConnections({
       factories: this.connectionTypes,
       parts: { dataDir: cfg.dataDir, applications: this.applications, assets: this.assets, client: (o) => new MqttClient(o), log, readTls: this.readTls },

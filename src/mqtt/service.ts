@@ -16,6 +16,9 @@
 // applications it subscribes to, announces in BIRTH and answers; docs/mqtt.md "Who may send
 // requests"); those two and the outbox bounds change without reconnecting.
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
+// One MqttService is one connection of `mqtt.connections` (src/mqtt/connections.ts, docs/mqtt.md
+// "Connections"): its logs name it unless it is `default`, and the operator's `connect` and
+// `disconnect` (cloudconnection/v1) hold it disconnected, queuing telemetry, until connected again.
 
 import fs from 'node:fs';
 import type { ChannelRecord } from '../channels/types.js';
