@@ -140,8 +140,10 @@ t.test('two connections, two brokers', mosquittoSkip(), async (t) => {
   const pumpValues = () => telemetry(plantGot, 'plant/gw-local/assets/pump').map((m) => Number(JSON.parse(m.payload.toString()).channels[0].value));
   await cloud.stop();
   await waitFor(async () => !(await byName('default')).connected, 10_000, 'default disconnected');
+  // From the same instant: what the plant receives, and what the cloud's outbox queues.
+  const p0 = (await byName('default')).outbox.pending;
   const from = pumpValues().length;
-  await waitFor(async () => (await byName('default')).outbox.pending >= 40, 15_000, 'the cloud’s outbox fills');
+  await waitFor(async () => (await byName('default')).outbox.pending >= p0 + 40, 15_000, 'the cloud’s outbox fills');
   const during = pumpValues().slice(from);
   // The cloud queued 40 (two assets a poll): as many polls of the pump reached the plant meanwhile.
   t.ok(during.length >= 18, `the plant got ${during.length} polls while the cloud queued 40 messages`);
@@ -149,7 +151,7 @@ t.test('two connections, two brokers', mosquittoSkip(), async (t) => {
   t.same(gaps, [], 'every poll of the pump, in order, none missing');
   const local = await byName('local');
   t.ok(local.connected, 'local stays connected');
-  t.ok(local.outbox.pending <= 2, `local outbox pending ${local.outbox.pending}`);
+  t.ok(local.outbox.pending <= 10, `local outbox pending ${local.outbox.pending} (only what is in flight)`);
   t.equal(local.outbox.dropped, 0, 'local dropped nothing');
   t.equal(local.outbox.bytes, 0, 'local outbox wrote nothing to dataDir');
   t.ok(fs.existsSync(path.join(d.dataDir, 'mqtt-local')), 'the local connection’s outbox folder is mqtt-local');
