@@ -44,7 +44,8 @@ const shown = (c: ConnectionState) => ({
   lastError: c.lastError && { at: c.lastError.at, message: c.lastError.message },
 });
 
-const noSuch = (name: string) => new RequestError(404, `no connection named ${JSON.stringify(name)}`);
+// A name is at most 64 characters (docs/configuration.md "Connections"): no longer text is echoed.
+const noSuch = (name: string) => new RequestError(404, `no connection named ${JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)}`);
 
 export function cloudConnectionFamily(d: CloudConnectionDeps): Family {
   const op = (what: 'connect' | 'disconnect') => async (req: { params: Record<string, string> }) => {

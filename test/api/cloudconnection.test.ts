@@ -80,6 +80,8 @@ t.test('cloudconnection/v1: list, disconnect, connect, 404, 403', mosquittoSkip(
   t.equal(r.status, 404);
   t.same(r.json(), { message: 'no connection named "nope"' });
   t.equal((await d.request(`${BASE}/connections/nope`, { headers: OPS })).status, 404);
+  r = await d.request(`${BASE}/connections/${'x'.repeat(2000)}/_disconnect`, { method: 'POST', headers: OPS });
+  t.same([r.status, r.json()], [404, { message: `no connection named "${'x'.repeat(64)}…"` }], 'a long name is not echoed whole');
   t.equal((await d.request(`${BASE}/connections/local/_bogus`, { method: 'POST', headers: OPS })).status, 404);
 
   // _disconnect: DC on the broker, the connection down, telemetry kept in its outbox; the other untouched.
