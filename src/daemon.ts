@@ -15,10 +15,8 @@ import { AssetRuntime } from './assets/service.js';
 import { DriverPool } from './assets/driver-pool.js';
 import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
-import { MqttService } from './mqtt/service.js';
 import { MqttClient } from './mqtt/client.js';
-import { TelemetryOutbox } from './mqtt/telemetry-outbox.js';
-import { Telemetry } from './mqtt/telemetry.js';
+import { BUILTIN_CONNECTION_TYPES, MqttConnections, type ConnectionFactories } from './mqtt/connections.js';
 import { MqttApplications } from './mqtt/applications.js';
 import { familyApplication, switchedApplication } from './mqtt/family-application.js';
 import { mountRest } from './http/rest-family.js';
@@ -33,6 +31,7 @@ import type { ListenerRefusal } from './configuration/store.js';
 import { KeystoreStore } from './keystores/store.js';
 import { keystoreUses, usedBy, type ReadTls } from './core/keystore-reference.js';
 import { keystoreTlsReader, rotateOnKeystoreChange } from './keystores/tls-source.js';
+import type { CloudConnectionDeps } from './api/cloudconnection.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -40,6 +39,8 @@ export interface DaemonOptions {
   loaded?: Loaded;
   log?: Logger;
   registry?: DriverRegistry;
+  /** The factory of each MQTT connection type (docs/mqtt.md "Connections"); default: this build's. */
+  connectionTypes?: ConnectionFactories;
 }
 
 /** Something the daemon starts; told about reloads, stopped in reverse order. */
@@ -60,6 +61,9 @@ export class Daemon {
   readonly keystores: KeystoreStore;
   /** Reads the TLS keys of http and mqtt: files, or keystore entries. */
   private readonly readTls: ReadTls;
+  private readonly connectionTypes: ConnectionFactories;
+  /** The MQTT connections; set by start(). */
+  mqtt: MqttConnections | undefined;
   /** Sessions, identities, providers; set by start(). Its `providers` take custom auth providers. */
   auth: AuthLayer | undefined;
   /** The runtime configuration (configuration/v2); set by start() when the daemon has a file. */
@@ -82,6 +86,7 @@ export class Daemon {
     this.applications = new MqttApplications();
     this.keystores = new KeystoreStore(path.join(opts.config.dataDir, 'keystores'), this.log.child({ component: 'keystores' }));
     this.readTls = keystoreTlsReader(this.keystores);
+    this.connectionTypes = opts.connectionTypes ?? BUILTIN_CONNECTION_TYPES;
   }
 
   /**
@@ -123,10 +128,12 @@ export class Daemon {
     mountSessionApi(http, auth);
     this.assets.configure(cfg.assets, cfg.drivers);
     this.components.push({ name: 'assets', reconfigure: (c) => this.assets.configure(c.assets, c.drivers), stop: () => this.assets.close() });
-    // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
-    const outbox = new TelemetryOutbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
-    const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
-    const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log, readTls: this.readTls });
+    // The MQTT connections (status for system/v1 and cloudconnection/v1): built and connected after the listeners open.
+    const mqtt = (this.mqtt = new MqttConnections({
+      factories: this.connectionTypes,
+      parts: { dataDir: cfg.dataDir, applications: this.applications, assets: this.assets, client: (o) => new MqttClient(o), log, readTls: this.readTls },
+      log,
+    }));
     // Keystore entries named by the listeners and the broker connection take effect when they change.
     rotateOnKeystoreChange({ store: this.keystores, read: this.readTls, config: () => this.config, http, mqtt, log });
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });
@@ -139,9 +146,10 @@ export class Daemon {
     mountDeployUpload(http, { deploy: deploy.service, log });
 
     // Every resource family, on REST and as MQTT applications.
-    const system = { config: () => this.config, mqtt: () => ({ connected: mqtt.isConnected, ...outbox.stats() }), listenersRefused: () => this.listenersRefused };
+    const system = { config: () => this.config, mqtt: () => primaryStatus(mqtt), listenersRefused: () => this.listenersRefused };
+    const cloudconnection = cloudConnectionDeps(mqtt);
     const keystores = { store: this.keystores, usedBy: (ks: string, alias: string) => usedBy(keystoreUses(this.config), ks, alias) };
-    for (const family of families({ assets: this.assets, auth, http, system, configuration: this.configuration, deploy: deploy.service, keystores, log })) this.mount(family);
+    for (const family of families({ assets: this.assets, auth, http, system, configuration: this.configuration, deploy: deploy.service, keystores, cloudconnection, log })) this.mount(family);
 
     // Installed packages start (and register their drivers, providers and MQTT applications) before
     // the listeners accept; they may read the identity store, so its seeding is over first.
@@ -152,8 +160,8 @@ export class Daemon {
     await this.listen();
 
     // MQTT connects in the background: readiness does not wait for the broker.
-    await mqtt.start();
-    this.components.push({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.mqtt), stop: () => mqtt.stop() });
+    await mqtt.start(cfg.connections);
+    this.components.push({ name: 'mqtt', reconfigure: (c) => mqtt.reconfigure(c.connections), stop: () => mqtt.stop() });
 
     log.always('gatewayd ready', { version: VERSION, ports: listenerSummary(http), pid: process.pid });
   }
@@ -227,4 +235,25 @@ export class Daemon {
     })();
     return this.stopping;
   }
+}
+
+/** system/v1's `mqtt`: the default connection (else the first), as with one connection. */
+function primaryStatus(mqtt: MqttConnections): { connected: boolean; pending: number; dropped: number; bytes: number } | undefined {
+  const s = mqtt.primary()?.stats();
+  return s && { connected: s.connected, pending: s.outbox.pending, dropped: s.outbox.dropped, bytes: s.outbox.bytes };
+}
+
+/** cloudconnection/v1 over the connections (src/api/cloudconnection.ts). */
+function cloudConnectionDeps(mqtt: MqttConnections): CloudConnectionDeps {
+  const op = (what: 'connect' | 'disconnect') => async (name: string) => {
+    const c = mqtt.get(name);
+    if (!c) return false;
+    await c[what]();
+    return true;
+  };
+  return {
+    list: () => mqtt.list().map((c) => ({ name: c.name, type: c.type, ...c.stats() })),
+    connect: op('connect'),
+    disconnect: op('disconnect'),
+  };
 }

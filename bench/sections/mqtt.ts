@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startMosquitto } from '../../test/helpers/mosquitto.js';
 import { startGatewayd } from '../lib/gatewayd.js';
-import { sleep, startJsonChild, type JsonChild } from '../lib/proc.js';
+import { rssKiB, sleep, startJsonChild, threadCpuMs, type JsonChild } from '../lib/proc.js';
+import { MqttClient } from '../../src/mqtt/client.js';
+import { silentLogger } from '../../src/log.js';
 import type { Results } from '../lib/results.js';
 import { withScope } from '../lib/scope.js';
 import { ASSET, demoConfig, type Options } from '../lib/setup.js';
@@ -76,6 +78,7 @@ export async function mqttSection(res: Results, opt: Options): Promise<void> {
     res.add('MQTT', 'rps', `ASSET-V1 EXEC/read requests/s (${WINDOW} in flight)`, 'req/s', r.gw.rps, 'bare echo', r.echo.rps);
   });
   await outboxWrites(res, opt);
+  await connections(res, opt);
 }
 
 /**
@@ -124,5 +127,97 @@ async function outboxWrites(res: Results, opt: Options): Promise<void> {
     const off = await traceWrites(gw.pid, dataDir, ms);
     res.add('MQTT', 'outbox-writes', what, 'B/h', [perHour(on.bytes)], baseline, [perHour(off.bytes)], { op: '<=', value: 0.01, text: '≤ 1 % of offline' },
       `strace of write/fsync on files under dataDir for ${ms / 1000} s each: connected ${on.syncs} fsyncs, offline ${off.syncs} fsyncs (${perHour(off.syncs)}/h); before store-and-forward every message cost a write and an fsync while connected too`);
+  });
+}
+
+/** Telemetry messages arriving under `filter` on a broker, counted by a subscriber in this process. */
+async function countMessages(scope: { teardown(fn: () => unknown): void }, url: string, filter: string, clientId: string): Promise<{ n: number }> {
+  const count = { n: 0 };
+  const c = new MqttClient({ url, clientId, keepAlive: 30, clean: true, log: silentLogger });
+  c.on('message', () => count.n++);
+  c.start();
+  scope.teardown(() => c.end());
+  for (let i = 0; i < 100 && !c.isConnected; i++) await sleep(50);
+  await c.subscribe(filter, 0);
+  return count;
+}
+
+/**
+ * Connections, plural (docs/mqtt.md "Connections"): CPU per poll of a daemon with a Kura-style
+ * connection and a local json one, against the same daemon with the Kura-style one only, both
+ * running at once on the same asset and brokers (every channel changes each poll, so each poll is
+ * one message per connection); and the memory an added connection costs (RSS and heap of a daemon
+ * with 10 connections against one with 1).
+ */
+async function connections(res: Results, opt: Options): Promise<void> {
+  await withScope(async (scope) => {
+    const cloud = await startMosquitto();
+    scope.teardown(() => cloud.close());
+    const plant = await startMosquitto();
+    scope.teardown(() => plant.close());
+    const channels = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`c${i}`, { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' }]));
+    const base = async () => {
+      const { config } = await demoConfig();
+      config.assets[ASSET] = { 'driver.pid': 'sim', 'poll.interval': 50, channels };
+      return config;
+    };
+    const kura = (clientId: string) => ({ enabled: true, 'broker-url': cloud.url, 'client-id': clientId, 'payload.encoding': 'kura-protobuf', 'clean-session': true });
+    const local = (clientId: string) => ({ enabled: true, 'broker-url': plant.url, 'client-id': clientId, 'payload.encoding': 'json', 'clean-session': true, 'applications.disabled': ['ASSET-V1', 'CONF-V2', 'CONF-V1', 'DEPLOY-V2', 'INVENTORY-V1', 'KEYS-V1'] });
+    const oneCfg = await base();
+    oneCfg.mqtt = kura('gw-one');
+    const twoCfg = await base();
+    twoCfg.mqtt = { connections: { default: kura('gw-two'), local: local('gw-two-local') } };
+    const polls = { one: await countMessages(scope, cloud.url, 'account/gw-one/assets/#', 'count-one'), two: await countMessages(scope, cloud.url, 'account/gw-two/assets/#', 'count-two') };
+    const localGot = await countMessages(scope, plant.url, 'account/gw-two-local/assets/#', 'count-local');
+    const gw = { one: await startGatewayd(scope, oneCfg, { launcher: true }), two: await startGatewayd(scope, twoCfg, { launcher: true }) };
+    await sleep(3000);
+    const windowMs = (opt.quick ? 3 : 10) * 1000;
+    const per = { one: [] as number[], two: [] as number[] };
+    let localPolls = 0;
+    let twoPolls = 0;
+    for (let rep = 0; rep < opt.repeats; rep++) {
+      const c0 = { one: threadCpuMs(gw.one.pid), two: threadCpuMs(gw.two.pid) };
+      const n0 = { one: polls.one.n, two: polls.two.n, local: localGot.n };
+      await sleep(windowMs);
+      for (const k of ['one', 'two'] as const) per[k].push((threadCpuMs(gw[k].pid) - c0[k]) / Math.max(1, polls[k].n - n0[k]));
+      localPolls += localGot.n - n0.local;
+      twoPolls += polls.two.n - n0.two;
+      process.stderr.write(`  connections: one ${per.one.at(-1)!.toFixed(3)} ms/poll, two ${per.two.at(-1)!.toFixed(3)} ms/poll\n`);
+    }
+    res.add('MQTT', 'connections-cpu', 'CPU per poll, a Kura-style connection and a local json one (20 changing channels, 50 ms poll)', 'ms', per.two, 'the Kura-style connection alone, running at once', per.one, { op: '<=', value: 1.3, text: '≤ 1.3× one connection' },
+      `CPU of all threads (schedstat) ÷ polls arriving at the cloud broker, ${windowMs / 1000} s windows; the local broker got ${localPolls} of the two-connection daemon's ${twoPolls} polls in the windows`);
+    await gw.one.stop();
+    await gw.two.stop();
+
+    // Memory per connection: 10 connections against 1, each on the local broker, after a settle.
+    const many = await base();
+    many.mqtt = { connections: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [i === 0 ? 'default' : `c${i}`, local(`gw-mem-${i}`)])) };
+    const single = await base();
+    single.mqtt = local('gw-mem-single');
+    for (const c of [many, single]) {
+      c.rest = { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 };
+      c.identities.bench.permissions = ['rest.assets', 'rest.system'];
+    }
+    const m = { ten: await startGatewayd(scope, many, { launcher: true }), one: await startGatewayd(scope, single, { launcher: true }) };
+    const port = (c: Record<string, any>) => c.http['http.ports'][0];
+    const auth = `Basic ${Buffer.from('bench:Bench-pass-1').toString('base64')}`;
+    const heap = async (c: Record<string, any>) => ((await (await fetch(`http://127.0.0.1:${port(c)}/services/system/v1/status`, { headers: { authorization: auth } })).json()) as any).memory.heapUsed / 1024;
+    await sleep(5000);
+    const rss = { ten: [] as number[], one: [] as number[] };
+    const heaps = { ten: [] as number[], one: [] as number[] };
+    for (let i = 0; i < 5; i++) {
+      rss.ten.push(rssKiB(m.ten.pid));
+      rss.one.push(rssKiB(m.one.pid));
+      heaps.ten.push(await heap(many));
+      heaps.one.push(await heap(single));
+      await sleep(1000);
+    }
+    const med = (x: number[]) => [...x].sort((a, b) => a - b)[Math.floor(x.length / 2)];
+    const rssPer = (med(rss.ten) - med(rss.one)) / 9;
+    const heapPer = (med(heaps.ten) - med(heaps.one)) / 9;
+    res.add('MQTT', 'connection-rss', 'RSS per added MQTT connection (json, local broker, one 20-channel asset at 50 ms)', 'KiB', [rssPer], '', [], undefined,
+      `(RSS of a daemon with 10 connections − one with 1) ÷ 9, medians of 5 samples after 5 s: ${Math.round(med(rss.ten))} KiB vs ${Math.round(med(rss.one))} KiB`);
+    res.add('MQTT', 'connection-heap', 'JS heap per added MQTT connection (same)', 'KiB', [heapPer], '', [], undefined,
+      `system/v1 status memory.heapUsed, the same two daemons: ${Math.round(med(heaps.ten))} KiB vs ${Math.round(med(heaps.one))} KiB (includes garbage not yet collected)`);
   });
 }

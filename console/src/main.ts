@@ -11,6 +11,7 @@ import { configView } from './views/config';
 import { allowed, type Identity, type View } from './views/common';
 import { certificatesView } from './views/certificates';
 import { toolsView } from './views/tools';
+import { connectionsView } from './views/connections';
 
 
 const VIEWS: { path: string; title: string; permission: string; render: View }[] = [
@@ -21,6 +22,7 @@ const VIEWS: { path: string; title: string; permission: string; render: View }[]
   { path: 'packages', title: 'Packages', permission: 'rest.deploy', render: packagesView },
   { path: 'identities', title: 'Identities', permission: 'rest.identity', render: identitiesView },
   { path: 'certificates', title: 'Certificates', permission: 'rest.keystores', render: certificatesView },
+  { path: 'connections', title: 'Connections', permission: 'rest.cloudconnection', render: connectionsView },
 ];
 
 const app = document.getElementById('app')!;

@@ -28,6 +28,7 @@ import { deployV2Family } from './deploy/deploy-v2.js';
 import { commandFamily } from './cmd-v1.js';
 import { inventoryFamilies } from './inventory.js';
 import { keystoresMqttFamily, keystoresRestFamily, type KeystoreDeps } from './keystores.js';
+import { cloudConnectionFamily, type CloudConnectionDeps } from './cloudconnection.js';
 
 export interface FamilyDeps {
   assets: AssetService & { pollStatus(pid: string): PollStatus; readonly drivers: DriverInstances };
@@ -38,6 +39,8 @@ export interface FamilyDeps {
   configuration: ConfigurationService | undefined;
   deploy: DeploymentService;
   keystores: KeystoreDeps;
+  /** The MQTT connections (src/mqtt/connections.ts through the daemon). */
+  cloudconnection: CloudConnectionDeps;
   log: Logger;
 }
 
@@ -58,6 +61,7 @@ export function families(d: FamilyDeps): Family[] {
     ...inventoryFamilies(d.deploy, d.log), //    REST /services/inventory/v1, MQTT INVENTORY-V1
     keystoresRestFamily(d.keystores), //         REST /services/keystores/v1
     keystoresMqttFamily(d.keystores), //         MQTT KEYS-V1
+    cloudConnectionFamily(d.cloudconnection), // REST /services/cloudconnection/v1
   ];
 }
 

@@ -12,7 +12,7 @@ import type { AuthLayer } from '../auth/layer.js';
 const ROLE = 'identity';
 
 /** The permissions this daemon checks; with those identities hold, the names an identity may get. */
-export const KNOWN_PERMISSIONS = [ADMIN_PERMISSION, 'rest.assets', 'rest.configuration', 'rest.deploy', 'rest.identity', 'rest.inventory', 'rest.system'];
+export const KNOWN_PERMISSIONS = [ADMIN_PERMISSION, 'rest.assets', 'rest.cloudconnection', 'rest.configuration', 'rest.deploy', 'rest.identity', 'rest.inventory', 'rest.system'];
 
 /**
  * Granted only by kura.admin: each reaches running code or who is trusted (a plug-in runs in the

@@ -11,7 +11,7 @@ import type { AssetConfig } from '../assets/types.js';
 import { validateAssets, validateDrivers, type DriverInstanceConfig } from '../assets/config.js';
 import { validateConsole, validateIdentities, validateRest, type ConsoleConfig, type IdentitySeed, type RestConfig } from '../auth/config.js';
 import { checkHttp, validateHttp, type HttpConfig } from '../http/config.js';
-import { validateMqttSection, type MqttConfig } from '../mqtt/config.js';
+import { primaryConnection, validateMqttConnections, type MqttConfig, type NamedConnection } from '../mqtt/config.js';
 import { validateDeploySection, type DeployConfig } from '../deploy/config.js';
 import { validateCommandSection, type CommandConfig } from '../command/config.js';
 import { isPlainObject, kind, num, oneOf, problem, section, str, unknownKey, warning, type Problem, type Validator } from '../core/schema.js';
@@ -36,7 +36,10 @@ export interface Config {
   deploy: DeployConfig;
   drivers: Record<string, DriverInstanceConfig>;
   assets: AssetConfig[];
+  /** The connection system/v1 reports: `default`, else the first of `connections` (docs/mqtt.md "Connections"). */
   mqtt: MqttConfig;
+  /** Every MQTT connection by name, in the file's order (the object form of `mqtt` is `default`). */
+  connections: NamedConnection[];
   /** Kura's remote command, CMD-V1 (docs/configuration.md "command"). */
   command: CommandConfig;
 }
@@ -93,10 +96,11 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   deploy['file.allowed.dirs'] = deploy['file.allowed.dirs'].map((d) => resolve(d));
   const drivers = validateDrivers(obj.drivers === undefined ? { sim: { factory: 'simulator' } } : obj.drivers, p, registry);
   const assets = validateAssets(obj.assets === undefined ? {} : obj.assets, 'assets', p, drivers, registry);
-  const mv = validateMqttSection(obj.mqtt, 'mqtt');
+  const mv = validateMqttConnections(obj.mqtt, 'mqtt');
   p.push(...mv.problems);
-  const mqtt = mv.value;
-  for (const k of ['tls.ca', 'tls.cert', 'tls.key'] as const) mqtt[k] = resolve(mqtt[k]);
+  const connections = mv.connections;
+  for (const c of connections) for (const k of ['tls.ca', 'tls.cert', 'tls.key'] as const) c.config[k] = resolve(c.config[k]);
+  const mqtt = primaryConnection(connections);
   const cv = validateCommandSection(obj.command, dataDir);
   p.push(...cv.problems);
 
@@ -104,7 +108,7 @@ export function validateConfig(raw: unknown, registry: DriverRegistry, baseDir: 
   checkAllowedPorts(httpCfg, rest, p);
 
   return {
-    config: { file, dataDir, logLevel: top['log.level'], snapshotsMax: top['configuration.snapshots.max'], snapshotsMaxBytes: top['configuration.snapshots.max.bytes'], http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt, command: cv.value },
+    config: { file, dataDir, logLevel: top['log.level'], snapshotsMax: top['configuration.snapshots.max'], snapshotsMaxBytes: top['configuration.snapshots.max.bytes'], http: httpCfg, rest, console: consoleCfg, identities, deploy, drivers, assets, mqtt, connections, command: cv.value },
     problems: p,
   };
 }

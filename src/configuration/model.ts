@@ -9,7 +9,7 @@ import { isPlainObject as isObj, setOwn, type Spec } from '../core/schema.js';
 import { validateDaemon } from './config.js';
 import { validateConsole, validateRest } from '../auth/config.js';
 import { validateHttp } from '../http/config.js';
-import { mqttSection } from '../mqtt/config.js';
+import { CONNECTION_KEYS, CONNECTION_NAME, DEFAULT_CONNECTION, mqttSection } from '../mqtt/config.js';
 import { deploySection } from '../deploy/config.js';
 import { commandSection } from '../command/config.js';
 import { ASSET_TIMES } from '../assets/config.js';
@@ -48,12 +48,45 @@ export const SINGLETONS: Singleton[] = [
   S('web.Console', 'console', validateConsole.spec!),
   S('http.server.manager.HttpService', 'http', validateHttp.spec!),
   S('core.data.transport.mqtt.MqttDataTransport', 'mqtt', mqttSection.spec!, transport),
-  S('cloud.CloudService', 'mqtt', mqttSection.spec!, (k) => !transport(k)),
+  S('cloud.CloudService', 'mqtt', { ...mqttSection.spec!, ...CONNECTION_KEYS }, (k) => !transport(k)),
   S('deployment.agent', 'deploy', deploySection.spec!),
   S('cloud.app.command.CommandCloudApp', 'command', commandSection.spec!),
 ];
 
 export const singleton = (pid: string) => SINGLETONS.find((s) => s.pid === pid);
+
+// MQTT connections, plural (docs/mqtt.md "Connections"): with `mqtt.connections`, each connection is
+// the two components of today's `mqtt` section, `…CloudService-<name>` and
+// `…MqttDataTransport-<name>`, over `mqtt.connections.<name>`; `default` keeps today's PIDs.
+const CLOUD = SINGLETONS.find((s) => s.pid === `${K}cloud.CloudService`)!;
+const TRANSPORT = SINGLETONS.find((s) => s.pid === `${K}core.data.transport.mqtt.MqttDataTransport`)!;
+
+/** The connections form's names, in the file's order; undefined for the object form. */
+function connectionNames(raw: Raw): string[] | undefined {
+  const m = raw.mqtt;
+  if (!isObj(m) || !Object.hasOwn(m, 'connections') || !isObj(m.connections)) return undefined;
+  // Only names that make a section path (docs/configuration.md "Connections"); others are a problem of the file.
+  return Object.keys(m.connections).filter((n) => CONNECTION_NAME.test(n) && isObj((m.connections as Raw)[n]));
+}
+
+/** The singleton components of a configuration: SINGLETONS, with the mqtt pair once per connection. */
+export function singletonsOf(raw: Raw): Singleton[] {
+  const names = connectionNames(raw);
+  if (!names) return SINGLETONS;
+  const at = SINGLETONS.indexOf(TRANSPORT);
+  const pair = (n: string): Singleton[] =>
+    [TRANSPORT, CLOUD].map((s) => ({ ...s, pid: n === DEFAULT_CONNECTION ? s.pid : `${s.pid}-${n}`, section: `mqtt.connections.${n}` }));
+  return [...SINGLETONS.slice(0, at), ...names.flatMap(pair), ...SINGLETONS.slice(at).filter((s) => s !== TRANSPORT && s !== CLOUD)];
+}
+
+export const singletonOf = (raw: Raw, pid: string) => singletonsOf(raw).find((s) => s.pid === pid);
+
+/** The object at a section path (`mqtt`, `mqtt.connections.<name>`; connection names have no dot); undefined if absent. */
+export function sectionAt(raw: Raw, section: string): unknown {
+  let v: unknown = raw;
+  for (const k of section.split('.')) v = isObj(v) && Object.hasOwn(v, k) ? v[k] : undefined;
+  return v;
+}
 
 /** A component of a configuration: its properties as configuration-file JSON values. */
 export interface Component {
@@ -139,7 +172,7 @@ export function layeredAsset(img: Raw | undefined, over: Props): Raw {
 }
 
 const sectionOf = (raw: Raw, s: Singleton): Raw => {
-  const v = s.section ? raw[s.section] : raw;
+  const v = s.section ? sectionAt(raw, s.section) : raw;
   return isObj(v) ? v : {};
 };
 
@@ -158,7 +191,7 @@ export interface ComponentRef {
 
 /** The pids of componentsOf(raw), in its order, without building any component's properties. */
 export function componentRefs(raw: Raw): ComponentRef[] {
-  const out: ComponentRef[] = SINGLETONS.map((s) => ({ pid: s.pid }));
+  const out: ComponentRef[] = singletonsOf(raw).map((s) => ({ pid: s.pid }));
   for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) out.push({ pid, factoryPid: DRIVER_FACTORY + String(d.factory) });
   if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) out.push({ pid, factoryPid: ASSET_FACTORY });
   return out;
@@ -168,7 +201,7 @@ export function componentRefs(raw: Raw): ComponentRef[] {
 export function componentOf(raw: Raw, pid: string): Component | undefined {
   const ref = componentRefs(raw).find((c) => c.pid === pid);
   if (!ref) return undefined;
-  const s = singleton(pid);
+  const s = singletonOf(raw, pid);
   if (s) return { pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) };
   const props = ref.factoryPid === ASSET_FACTORY ? flattenAsset((raw.assets as Raw)[pid] as Raw) : { ...((drivers(raw) as Raw)[pid] as Raw) };
   delete props.factory;
@@ -178,7 +211,7 @@ export function componentOf(raw: Raw, pid: string): Component | undefined {
 /** componentsOf one at a time: an asset's flattened properties (several per channel) live only while used. */
 export function* eachComponent(raw: Raw): Generator<Component> {
   const done = (c: Component): Component => (delete c.props.factory, c);
-  for (const s of SINGLETONS) yield done({ pid: s.pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) });
+  for (const s of singletonsOf(raw)) yield done({ pid: s.pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) });
   for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) yield done({ pid, factoryPid: DRIVER_FACTORY + String(d.factory), props: { ...d } });
   if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) yield done({ pid, factoryPid: ASSET_FACTORY, props: flattenAsset(a) });
 }
@@ -214,10 +247,11 @@ export function applyLayer(image: Raw, layer: Layer): Raw {
   out.drivers = drivers(out);
   const map = (k: string): Raw => (isObj(out[k]) ? out[k] : (out[k] = {})) as Raw;
   for (const pid of layer.deleted) delete map('drivers')[pid], delete map('assets')[pid];
+  const singles = singletonsOf(image);
   for (const [pid, c] of Object.entries(layer.components)) {
-    const s = singleton(pid);
+    const s = singles.find((x) => x.pid === pid);
     if (s) {
-      const sec = s.section ? map(s.section) : out;
+      const sec = s.section ? s.section.split('.').reduce((o: Raw, k) => (Object.hasOwn(o, k) && isObj(o[k]) ? o[k] : (set(o, k, {}), o[k])) as Raw, out) : out;
       if (c.pinned) for (const k of Object.keys(sec)) if (s.mine(k)) delete sec[k];
       merge(sec, c.props);
     } else if (c.factoryPid) {
@@ -331,7 +365,7 @@ export class AssetDefinition {
  * driver's channel ADs cloned as `<ch>#<id>` (as Kura does once the driver is attached).
  */
 export function ocdOf(c: Component, raw: Raw, registry: DriverRegistry): Ocd | undefined {
-  const s = singleton(c.pid);
+  const s = singletonOf(raw, c.pid);
   if (s) return { id: s.pid, name: s.pid.slice(s.pid.lastIndexOf('.') + 1), ads: adsOfSpec(s.spec) };
   if (c.factoryPid === ASSET_FACTORY) return { ...ASSET_OCD, ads: [...new AssetDefinition(c.props['driver.pid'], raw, registry).ads(channelNames(c.props))] };
   return c.factoryPid ? factoryOcd(c.factoryPid, registry) : undefined;
@@ -492,7 +526,7 @@ export function locate(path: string, raw: Raw): string {
     prop = c ? `${c.name}#${PLUS.includes(c.rest) ? '+' : ''}${c.rest}` : f.rest;
   }
   if (!pid) {
-    const s = SINGLETONS.find((s) => (s.section ? p === s.section || (p.startsWith(`${s.section}.`) && s.mine(p.slice(s.section.length + 1))) : s.mine(p)));
+    const s = singletonsOf(raw).find((s) => (s.section ? p === s.section || (p.startsWith(`${s.section}.`) && s.mine(p.slice(s.section.length + 1))) : s.mine(p)));
     pid = s?.pid ?? DAEMON_PID;
     if (s?.section) prop = p.slice(s.section.length + 1);
   }

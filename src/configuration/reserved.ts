@@ -6,7 +6,7 @@
 // a password of its own.
 
 import { isPlainObject } from '../core/schema.js';
-import { SINGLETONS, type Layer, type Raw } from './model.js';
+import { SINGLETONS, sectionAt, singletonsOf, type Layer, type Raw } from './model.js';
 
 /** By configuration file section, the keys reserved to kura.admin. */
 const RESERVED: readonly { section: string; keys: RegExp }[] = [
@@ -41,7 +41,7 @@ function valueOf(image: Raw, layer: Layer, s: Single, key: string): unknown {
   const c = Object.hasOwn(layer.components, s.pid) ? layer.components[s.pid] : undefined;
   if (c && Object.hasOwn(c.props, key)) return c.props[key] ?? undefined;
   if (c?.pinned) return undefined;
-  const section = s.section ? image[s.section] : image;
+  const section = s.section ? sectionAt(image, s.section) : image;
   return own(section, key) ? section[key] : undefined;
 }
 
@@ -52,10 +52,11 @@ function valueOf(image: Raw, layer: Layer, s: Single, key: string): unknown {
  */
 export function reservedChange(image: Raw, before: Layer, after: Layer): { pid: string; key: string } | undefined {
   for (const r of RESERVED) {
-    for (const s of SINGLETONS) {
-      if (s.section !== r.section) continue;
+    // Each MQTT connection's pair is over `mqtt.connections.<name>` (src/configuration/model.ts).
+    for (const s of singletonsOf(image)) {
+      if (s.section !== r.section && !s.section.startsWith(`${r.section}.`)) continue;
       const keys = new Set<string>();
-      const sources = [s.spec, image[s.section], before.components[s.pid]?.props, after.components[s.pid]?.props];
+      const sources = [s.spec, sectionAt(image, s.section), before.components[s.pid]?.props, after.components[s.pid]?.props];
       for (const src of sources) for (const k of isPlainObject(src) ? Object.keys(src) : []) if (s.mine(k) && r.keys.test(k)) keys.add(k);
       for (const k of keys) {
         const dflt = Object.hasOwn(s.spec, k) ? s.spec[k][1] : undefined;

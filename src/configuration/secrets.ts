@@ -6,7 +6,7 @@
 import type { Config } from './config.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import { isPlainObject } from '../core/schema.js';
-import { DRIVER_FACTORY, SINGLETONS, factoryOcd, type Raw } from './model.js';
+import { DRIVER_FACTORY, factoryOcd, sectionAt, singletonsOf, type Raw } from './model.js';
 
 /** The secrets of the configuration file's sections, each with the keys that say where it is sent. */
 const SECTION_SECRETS: readonly { section: 'mqtt'; secret: string; endpoint: readonly string[] }[] = [
@@ -50,14 +50,21 @@ function moved(before: Record<string, unknown>, after: Record<string, unknown>, 
 
 /** The first secret `after` would take to a new endpoint without having been given again, or undefined. */
 export function movedSecret(before: Config, after: Config, image: Raw, given: GivenSecrets, registry: DriverRegistry): MovedSecret | undefined {
+  // Per MQTT connection (the object form is the one connection `default` over `mqtt`).
   for (const s of SECTION_SECRETS) {
-    const pid = SINGLETONS.find((x) => x.section === s.section && x.mine(s.secret))!.pid;
-    const img = isPlainObject(image[s.section]) ? (image[s.section] as Record<string, unknown>) : {};
-    const spec = SINGLETONS.find((x) => x.pid === pid)!.spec;
-    // The image as validated would read it: absent keys at their defaults.
-    const imageValues = Object.fromEntries([s.secret, ...s.endpoint].map((k) => [k, Object.hasOwn(img, k) ? img[k] : spec[k]?.[1]]));
-    const changed = moved(before[s.section] as unknown as Record<string, unknown>, after[s.section] as unknown as Record<string, unknown>, imageValues, s.secret, s.endpoint, given.get(pid));
-    if (changed) return { pid, key: s.secret, changed };
+    for (const conn of after.connections) {
+      const prev = before.connections.find((c) => c.name === conn.name);
+      if (!prev) continue; // a new connection has no stored secret
+      const single = singletonsOf(image).find((x) => (x.section === conn.keyPath || (x.section === s.section && conn.keyPath === s.section)) && x.mine(s.secret));
+      if (!single) continue;
+      const sec = sectionAt(image, conn.keyPath);
+      const img = isPlainObject(sec) ? sec : {};
+      const spec = single.spec;
+      // The image as validated would read it: absent keys at their defaults.
+      const imageValues = Object.fromEntries([s.secret, ...s.endpoint].map((k) => [k, Object.hasOwn(img, k) ? img[k] : spec[k]?.[1]]));
+      const changed = moved(prev.config as unknown as Record<string, unknown>, conn.config as unknown as Record<string, unknown>, imageValues, s.secret, s.endpoint, given.get(single.pid));
+      if (changed) return { pid: single.pid, key: s.secret, changed };
+    }
   }
   const imageDrivers = isPlainObject(image.drivers) ? image.drivers : {};
   for (const [id, d] of Object.entries(after.drivers)) {

@@ -31,14 +31,20 @@ export interface ReferenceUse {
   ref: KeystoreReference;
 }
 
-/** Every keystore reference of a configuration's http and mqtt sections. */
-export function keystoreUses(cfg: { http: object; mqtt: object }): ReferenceUse[] {
+/**
+ * Every keystore reference of a configuration's http and mqtt sections; with `connections`, those of
+ * each connection (keys `mqtt.connections.<name>.tls.…`, or `mqtt.tls.…` for the object form).
+ */
+export function keystoreUses(cfg: { http: object; mqtt: object; connections?: readonly { keyPath: string; config: object }[] }): ReferenceUse[] {
   const out: ReferenceUse[] = [];
-  for (const section of ['http', 'mqtt'] as const) {
-    for (const k of REFERENCE_KEYS[section]) {
-      const v = (cfg[section] as Record<string, unknown>)[k];
+  const sections: [string, object, readonly string[]][] = [['http', cfg.http, REFERENCE_KEYS.http]];
+  if (cfg.connections) for (const c of cfg.connections) sections.push([c.keyPath, c.config, REFERENCE_KEYS.mqtt]);
+  else sections.push(['mqtt', cfg.mqtt, REFERENCE_KEYS.mqtt]);
+  for (const [at, section, keys] of sections) {
+    for (const k of keys) {
+      const v = (section as Record<string, unknown>)[k];
       const ref = typeof v === 'string' ? parseKeystoreReference(v) : undefined;
-      if (ref) out.push({ key: `${section}.${k}`, ref });
+      if (ref) out.push({ key: `${at}.${k}`, ref });
     }
   }
   return out;

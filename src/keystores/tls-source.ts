@@ -37,9 +37,10 @@ export interface TlsUsers {
   store: KeystoreStore;
   read: ReadTls;
   /** The configuration in force (its http and mqtt sections, dataDir). */
-  config(): { http: HttpConfig; mqtt: { enabled: boolean }; dataDir: string };
+  config(): { http: HttpConfig; mqtt: { enabled: boolean }; connections?: readonly { keyPath: string; config: object }[]; dataDir: string };
   http: Pick<HttpServer, 'setTlsIdentity' | 'listeners'>;
-  mqtt: { reconnect(reason: string): Promise<void> };
+  /** `keys`: the configuration keys naming the entry (`mqtt.tls.cert`, `mqtt.connections.<name>.tls.cert`): the connections to reconnect. */
+  mqtt: { reconnect(reason: string, keys: string[]): Promise<void> };
   log: Logger;
 }
 
@@ -61,8 +62,9 @@ export function rotateOnKeystoreChange(u: TlsUsers): () => void {
         u.log.error('https certificate not reloaded: keeping the one in use', { entry, error: (err as Error).message });
       }
     }
-    if (cfg.mqtt.enabled && users.some((x) => x.key.startsWith('mqtt.'))) {
-      u.mqtt.reconnect(`keystore entry ${entry} changed`).catch((err) => u.log.error('mqtt reconnection failed', { entry, error: (err as Error).message }));
+    const mqttKeys = users.filter((x) => x.key.startsWith('mqtt.')).map((x) => x.key);
+    if ((cfg.connections !== undefined || cfg.mqtt.enabled) && mqttKeys.length > 0) {
+      u.mqtt.reconnect(`keystore entry ${entry} changed`, mqttKeys).catch((err) => u.log.error('mqtt reconnection failed', { entry, error: (err as Error).message }));
     }
   });
 }

@@ -4,6 +4,7 @@ import type { Problem } from '../core/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../core/schema.js';
+import { isPlainObject, kind, problem, type Spec } from '../core/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -80,4 +81,143 @@ export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: Mq
     warning(problems, `${keyPath}.broker-url`, 'TLS files are configured but the broker URL is not mqtts://');
   }
   return { value, problems };
+}
+
+// ---- connections, plural (docs/configuration.md "Connections") -------------------------------------
+// `mqtt` is today's object (one connection, named `default`) or `{"connections": {<name>: {…}}}`,
+// each entry today's keys plus `type` and `telemetry.assets`. Each entry is validated by
+// validateMqttSection; what spans entries (names, a broker and client id used twice) is checked here.
+
+export const CONNECTION_TYPES = ['kura', 'sparkplug'] as const;
+export type ConnectionType = (typeof CONNECTION_TYPES)[number];
+
+/** The name of the connection the object form of `mqtt` is; it keeps today's PIDs and outbox folder. */
+export const DEFAULT_CONNECTION = 'default';
+
+/** One connection: today's section, its type and which assets' telemetry it publishes. */
+export type MqttConnectionConfig = MqttConfig & {
+  type: ConnectionType;
+  /** `"*"`: every asset; else the asset PIDs whose telemetry this connection publishes. */
+  'telemetry.assets': string[] | '*';
+};
+
+/** A connection as the daemon runs it: its name and the key path of its settings (for messages). */
+export interface NamedConnection {
+  name: string;
+  /** `mqtt` for the object form, `mqtt.connections.<name>` otherwise. */
+  keyPath: string;
+  config: MqttConnectionConfig;
+}
+
+/**
+ * Connection names are one MQTT topic level that is also a file-name and PID suffix
+ * (`dataDir/mqtt-<name>`, `…CloudService-<name>`) and one key-path level (`mqtt.connections.<name>`):
+ * 1 to 64 letters, digits, `_` and `-`.
+ */
+export const CONNECTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Asset PIDs as `telemetry.assets` may name them (any non-empty text without control characters). */
+const ASSET_PID = /^[^\u0000-\u001f]+$/;
+
+/** The outbox folder of a connection, under dataDir: `mqtt` for `default` (where it always was), else `mqtt-<name>`. */
+export function outboxDirName(name: string): string {
+  return name === DEFAULT_CONNECTION ? 'mqtt' : `mqtt-${name}`;
+}
+
+const typeOf = oneOf(CONNECTION_TYPES);
+const assetList = arrayOf(str({ pattern: ASSET_PID, patternHint: 'expected an asset PID' }), { unique: true });
+/** `"*"` or a list of PIDs; `["*"]` (how a configuration/v2 client writes it) is `"*"`. */
+const telemetryAssets = Object.assign(
+  (raw: unknown, keyPath: string, problems: Problem[]): string[] | '*' => (raw === '*' || (Array.isArray(raw) && raw.length === 1 && raw[0] === '*') ? '*' : assetList(raw, keyPath, problems)),
+  { ad: assetList.ad },
+);
+
+/** The keys a connection has beyond mqttSection's, as configuration/v2 shows them on its CloudService component. */
+export const CONNECTION_KEYS: Spec = {
+  ...(Object.hasOwn(mqttSection.spec!, 'type') ? {} : { type: [typeOf, 'kura'] }),
+  'telemetry.assets': [telemetryAssets, '*'],
+};
+
+/**
+ * One connection's keys: `telemetry.assets` (and `type`, while the section has no such key of its
+ * own) are taken out, the rest is validateMqttSection's.
+ */
+export function validateMqttConnection(raw: unknown, keyPath: string): { value: MqttConnectionConfig; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const own = isPlainObject(raw) ? { ...raw } : raw;
+  let assets: string[] | '*' = '*';
+  let type: ConnectionType = 'kura';
+  const sectionHasType = Object.hasOwn(mqttSection.spec!, 'type');
+  if (isPlainObject(own)) {
+    if (own['telemetry.assets'] !== undefined) assets = telemetryAssets(own['telemetry.assets'], `${keyPath}.telemetry.assets`, problems);
+    delete own['telemetry.assets'];
+    if (!sectionHasType) {
+      if (own.type !== undefined) type = typeOf(own.type, `${keyPath}.type`, problems);
+      delete own.type;
+    }
+  }
+  const v = validateMqttSection(own, keyPath);
+  problems.push(...v.problems);
+  const value = v.value as MqttConnectionConfig;
+  if (!sectionHasType) value.type = type;
+  value['telemetry.assets'] = assets;
+  return { value, problems };
+}
+
+/** Where a broker is, as a comparison key: scheme family, host and port with the defaults filled in. */
+function brokerKey(url: string): string {
+  const m = /^(\w+):\/\/([^/]+?)(?::(\d+))?\/?$/.exec(url);
+  if (!m) return url;
+  const secure = /^(mqtts|ssl|tls)$/.test(m[1]);
+  return `${secure ? 'mqtts' : 'mqtt'}://${m[2].toLowerCase()}:${m[3] ?? (secure ? '8883' : '1883')}`;
+}
+
+/**
+ * The `mqtt` section in either form: every connection by name, in the file's order (the object form
+ * is the one connection `default`). Problems name `mqtt.connections.<name>.<key>`.
+ */
+export function validateMqttConnections(raw: unknown, keyPath = 'mqtt'): { connections: NamedConnection[]; problems: Problem[] } {
+  const problems: Problem[] = [];
+  const connections: NamedConnection[] = [];
+  if (!isPlainObject(raw) || !Object.hasOwn(raw, 'connections')) {
+    const v = validateMqttConnection(raw, keyPath);
+    return { connections: [{ name: DEFAULT_CONNECTION, keyPath, config: v.value }], problems: v.problems };
+  }
+  for (const k of Object.keys(raw)) {
+    if (k !== 'connections') problem(problems, `${keyPath}.${k}`, 'with "connections", every key of mqtt belongs to a connection: move it into one');
+  }
+  const list = raw.connections;
+  if (!isPlainObject(list)) {
+    problem(problems, `${keyPath}.connections`, `expected an object of connections by name, got ${kind(list)}`);
+    return { connections, problems };
+  }
+  for (const [name, entry] of Object.entries(list)) {
+    const p = `${keyPath}.connections.${name}`;
+    if (!CONNECTION_NAME.test(name)) {
+      problem(problems, p, 'not a connection name: 1 to 64 letters, digits, "_" or "-"');
+      continue;
+    }
+    if (!isPlainObject(entry)) {
+      problem(problems, p, `expected an object, got ${kind(entry)}`);
+      continue;
+    }
+    const v = validateMqttConnection(entry, p);
+    problems.push(...v.problems);
+    connections.push({ name, keyPath: p, config: v.value });
+  }
+  // Two clients with one client id on one broker take the session from each other (MQTT 3.1.1 §3.1.4).
+  const seen = new Map<string, string>();
+  for (const c of connections) {
+    if (!c.config.enabled) continue;
+    const key = `${brokerKey(c.config['broker-url'])} ${c.config['client-id']}`;
+    const other = seen.get(key);
+    if (other) problem(problems, `${c.keyPath}.client-id`, `connection "${other}" uses the same broker and client id: the broker would disconnect one for the other`);
+    else seen.set(key, c.name);
+  }
+  return { connections, problems };
+}
+
+/** The connection system/v1 status reports as `mqtt`: `default`, else the first; a disabled default when there is none. */
+export function primaryConnection(connections: readonly NamedConnection[]): MqttConnectionConfig {
+  return (connections.find((c) => c.name === DEFAULT_CONNECTION) ?? connections[0])?.config ?? validateMqttConnection({}, 'mqtt').value;
 }

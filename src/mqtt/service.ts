@@ -16,6 +16,9 @@
 // applications it subscribes to, announces in BIRTH and answers; docs/mqtt.md "Who may send
 // requests"); those two and the outbox bounds change without reconnecting.
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
+// One MqttService is one connection of `mqtt.connections` (src/mqtt/connections.ts, docs/mqtt.md
+// "Connections"): its logs name it unless it is `default`, and the operator's `connect` and
+// `disconnect` (cloudconnection/v1) hold it disconnected, queuing telemetry, until connected again.
 
 import fs from 'node:fs';
 import type { ChannelRecord } from '../channels/types.js';
@@ -23,7 +26,7 @@ import type { Logger } from '../log.js';
 import type { MqttApplications, RequesterPolicy } from './applications.js';
 import { Envelope, type Reply } from './envelope.js';
 import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } from './client.js';
-import type { MqttConfig } from './config.js';
+import type { ConnectionType, MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
 import type { TelemetryOutbox } from './telemetry-outbox.js';
@@ -33,6 +36,10 @@ import { MetricNames, encodeTelemetry, type Telemetry } from './telemetry.js';
 
 export interface MqttServiceOptions {
   config: MqttConfig;
+  /** The connection's name (docs/mqtt.md "Connections"); default `default`. */
+  name?: string;
+  /** Where its keys are in the configuration, for messages: `mqtt` or `mqtt.connections.<name>`. */
+  keyPath?: string;
   /** The MQTT applications to serve; BIRTH's application_ids. */
   applications: MqttApplications;
   /** The store-and-forward queue of telemetry: opened when MQTT is first enabled, closed by stop(). */
@@ -61,9 +68,51 @@ const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 /** How long the reply to a request that made the daemon reconnect waits for the new connection. */
 const REPLY_AFTER_RECONNECT_MS = 10_000;
 /** Keys applied to a running connection (their values here only blank them out for a comparison). */
-const LIVE_KEYS = { 'requester.permissions': [], 'applications.disabled': [], 'outbox.max.messages': 0, 'outbox.max.bytes': 0 };
+const LIVE_KEYS = { 'requester.permissions': [], 'applications.disabled': [], 'outbox.max.messages': 0, 'outbox.max.bytes': 0, 'telemetry.assets': [] };
 
-export class MqttService {
+/** A connection's figures (cloudconnection/v1, docs/rest-api.md): no secret in any of them. */
+export interface ConnectionStats {
+  connected: boolean;
+  /** Disconnected on request (`_disconnect`) until `_connect` or a restart. */
+  held: boolean;
+  brokerUrl: string;
+  clientId: string;
+  outbox: { pending: number; dropped: number; bytes: number };
+  /** Telemetry messages the broker acknowledged (QoS 1) or that were sent (QoS 0) since the start. */
+  published: number;
+  /** CONNACKs after the first one. */
+  reconnects: number;
+  /** The last connection error as logged, with its time; null if none since the start. */
+  lastError: { at: number; message: string } | null;
+}
+
+/**
+ * One MQTT connection as src/mqtt/connections.ts runs it: MqttService (type `kura`) and any other
+ * type (its factory) have this surface. `connect`/`disconnect` are the operator's (REST `_connect`,
+ * `_disconnect`); configuration changes go through `reconfigure`.
+ */
+export interface MqttConnection {
+  readonly name: string;
+  readonly type: ConnectionType;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  reconfigure(config: MqttConfig): Promise<void>;
+  /** Connects again with TLS material read anew (a keystore entry it uses changed). */
+  reconnect(reason: string): Promise<void>;
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  readonly isConnected: boolean;
+  stats(): ConnectionStats;
+}
+
+export class MqttService implements MqttConnection {
+  readonly name: string;
+  readonly type: ConnectionType = 'kura';
+  private readonly keyPath: string;
+  private held = false;
+  private published = 0;
+  private connects = 0;
+  private lastError: { at: number; message: string } | null = null;
   private config: MqttConfig;
   private readonly log: Logger;
   private client?: MqttClient;
@@ -84,7 +133,9 @@ export class MqttService {
 
   constructor(private readonly opts: MqttServiceOptions) {
     this.config = opts.config;
-    this.log = opts.log.child({ component: 'mqtt' });
+    this.name = opts.name ?? 'default';
+    this.keyPath = opts.keyPath ?? 'mqtt';
+    this.log = opts.log.child(this.name === 'default' ? { component: 'mqtt' } : { component: 'mqtt', connection: this.name });
     this.applications = opts.applications;
     this.outbox = opts.outbox;
     this.telemetry = opts.telemetry;
@@ -100,7 +151,7 @@ export class MqttService {
       return;
     }
     await this.openOutbox();
-    this.connect();
+    this.dial();
   }
 
   /**
@@ -124,7 +175,7 @@ export class MqttService {
       return;
     }
     this.log.info('mqtt configuration changed, reconnecting');
-    await this.disconnect();
+    await this.hangUp();
     this.config = next;
     if (!next.enabled) {
       this.telemetry.stop();
@@ -133,7 +184,7 @@ export class MqttService {
       return;
     }
     await this.openOutbox();
-    this.connect();
+    if (!this.held) this.dial();
   }
 
   /**
@@ -142,17 +193,17 @@ export class MqttService {
    * not acknowledged.
    */
   async reconnect(reason: string): Promise<void> {
-    if (!this.config.enabled || !this.outboxOpen) return;
+    if (!this.config.enabled || !this.outboxOpen || this.held) return;
     this.log.info('mqtt reconnecting', { reason });
-    await this.disconnect();
-    this.connect();
+    await this.hangUp();
+    this.dial();
   }
 
   /** DC message, clean DISCONNECT, outbox flushed to disk. */
   async stop(): Promise<void> {
     // Telemetry first (synchronously), so no poll cycle lands in a closing outbox.
     this.telemetry.stop();
-    await this.disconnect();
+    await this.hangUp();
     this.unlistenOutbox?.();
     if (this.outboxOpen) await this.outbox.close();
     this.outboxOpen = false;
@@ -160,6 +211,56 @@ export class MqttService {
 
   get isConnected(): boolean {
     return this.client?.isConnected ?? false;
+  }
+
+  /** The settings in force. */
+  get settings(): MqttConfig {
+    return this.config;
+  }
+
+  /** The operator's disconnect: DC, clean DISCONNECT; telemetry keeps going to the outbox. */
+  async disconnect(): Promise<void> {
+    this.held = true;
+    if (this.client) this.log.info('mqtt disconnected on request');
+    await this.hangUp();
+  }
+
+  /** The operator's connect, after a `disconnect` (or to try again now after a failure). */
+  async connect(): Promise<void> {
+    this.held = false;
+    if (!this.config.enabled) return;
+    if (this.client?.isConnected) return;
+    await this.hangUp();
+    await this.openOutbox();
+    this.dial();
+  }
+
+  stats(): ConnectionStats {
+    const o = this.outbox.stats();
+    const c = this.config;
+    return {
+      connected: this.isConnected,
+      held: this.held,
+      brokerUrl: c['broker-url'],
+      clientId: c['client-id'],
+      outbox: { pending: o.pending, dropped: o.dropped, bytes: o.bytes },
+      published: this.published,
+      reconnects: Math.max(0, this.connects - 1),
+      lastError: this.lastError,
+    };
+  }
+
+  /** The client's log, with its connection errors kept for stats() (their text has no secret: src/mqtt/client.ts logs none). */
+  private clientLog(): Logger {
+    const log = this.log;
+    const keep = (msg: string, fields?: Record<string, unknown>) => {
+      const e = fields?.error ?? fields?.reason ?? fields?.returnCode;
+      this.lastError = { at: Date.now(), message: e === undefined ? msg : `${msg}: ${String(e)}` };
+    };
+    const wrapped: Logger = Object.create(log);
+    wrapped.error = (msg, fields) => (keep(msg, fields), log.error(msg, fields));
+    wrapped.warn = (msg, fields) => (keep(msg, fields), log.warn(msg, fields));
+    return wrapped;
   }
 
   // ---- internals -------------------------------------------------------------------------------
@@ -243,14 +344,15 @@ export class MqttService {
         out[k] = this.opts.readTls ? this.opts.readTls(f, k) : fs.readFileSync(f);
       } catch (err) {
         // The path is configuration, not a secret; the key's content never reaches the log.
-        this.log.error('mqtt TLS file cannot be read, not connecting', { key: `mqtt.tls.${k}`, file: f, error: (err as NodeJS.ErrnoException).code ?? (err as Error).message });
+        this.lastError = { at: Date.now(), message: `TLS file cannot be read: ${this.keyPath}.tls.${k}` };
+        this.log.error('mqtt TLS file cannot be read, not connecting', { key: `${this.keyPath}.tls.${k}`, file: f, error: (err as NodeJS.ErrnoException).code ?? (err as Error).message });
         return undefined;
       }
     }
     return out;
   }
 
-  private connect(): void {
+  private dial(): void {
     const c = this.config;
     const base = this.topicBase();
     const tlsMaterial = this.readTls();
@@ -279,17 +381,21 @@ export class MqttService {
         connectTimeout: this.opts.tuning?.connectTimeout,
         reconnectMin: this.opts.tuning?.reconnectMin,
         reconnectMax: this.opts.tuning?.reconnectMax,
-        log: this.log,
+        log: this.clientLog(),
       });
     } catch (err) {
       const option = err instanceof MqttError ? err.option : undefined;
-      const key = option === 'url' ? 'mqtt.broker-url' : option ? `mqtt.${option}` : 'mqtt';
+      const key = option === 'url' ? `${this.keyPath}.broker-url` : option ? `${this.keyPath}.${option}` : this.keyPath;
+      this.lastError = { at: Date.now(), message: `not started: ${key}: ${(err as Error).message}` };
       this.log.error('mqtt not started', { key, error: (err as Error).message });
       return;
     }
     client.on('message', (topic: string, payload: Buffer) => this.onMessage(client, envelope, topic, payload));
     // Flash-friendly outbox: telemetry acknowledged while connected is never written (telemetry-outbox.ts).
-    client.on('connect', () => this.outbox?.setOnline(true));
+    client.on('connect', () => {
+      this.connects++;
+      this.outbox?.setOnline(true);
+    });
     client.on('offline', () => this.outbox?.setOnline(false));
     this.client = client;
     this.envelope = envelope;
@@ -393,6 +499,7 @@ export class MqttService {
         () => {
           handed.delete(seq);
           outbox.ack(seq);
+          this.published++;
           this.pump();
         },
         // The client was stopped (disconnect() put its messages back); they stay in the outbox.
@@ -401,7 +508,7 @@ export class MqttService {
     }
   }
 
-  private async disconnect(): Promise<void> {
+  private async hangUp(): Promise<void> {
     clearTimeout(this.birthTimer);
     this.outbox?.setOnline(false);
     const client = this.client;

@@ -278,7 +278,8 @@ export function encodeTelemetry(pid: string, records: ChannelRecord[], encoding:
 }
 
 export interface TelemetryOptions {
-  assets: AssetService;
+  /** The assets' configurations and poll cycles (a connection may pass a view of some of them). */
+  assets: Pick<AssetService, 'get' | 'onPoll'>;
   log: Logger;
   /** Hands one asset's changed records to the sender (the outbox). */
   publish(pid: string, records: ChannelRecord[]): void;

@@ -146,7 +146,7 @@ t.test('identity/v1 keeps an administrator: no escalation, no last-admin removal
   // Unknown permission names: refused with the valid ones.
   r = await post(idmgr, { userName: 'typo', password: 'typopass1', permissions: ['rest.asset'] });
   t.equal(r.status, 400);
-  t.same(r.json(), { message: 'Bad request. unknown permission rest.asset; valid permissions: kura.admin, rest.assets, rest.configuration, rest.deploy, rest.identity, rest.inventory, rest.system' });
+  t.same(r.json(), { message: 'Bad request. unknown permission rest.asset; valid permissions: kura.admin, rest.assets, rest.cloudconnection, rest.configuration, rest.deploy, rest.identity, rest.inventory, rest.system' });
   t.equal((await put(root, { userName: 'helper', permissions: ['rest.assets', 'kura.adm'] })).status, 400);
 
   // An administrator can grant kura.admin, but not delete itself, nor remove the last administrator.

@@ -203,3 +203,50 @@ t.test('MQTT client identity from a keystore entry, rotated without a restart', 
   t.equal((await d.request('/services/keystores/v1/entries/entry?keystoreServicePid=SSLKeystore&alias=device', { headers: ADMIN })).status, 200, 'still there');
   t.notMatch(d.logs.join('\n'), /PRIVATE KEY/);
 });
+
+t.test('with two connections, a rotated entry reconnects the connection that uses it, and only that one', { skip: mosquittoSkip().skip ?? skipTls }, async (t) => {
+  const pki = makePki();
+  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
+  const brokerLog = path.join(pki.dir, 'mosquitto.log');
+  const tlsPort = await freePort();
+  const broker = await startMosquitto({
+    conf: ['log_type notice', `log_dest file ${brokerLog}`, `listener ${tlsPort} 127.0.0.1`, `cafile ${pki.caCert}`, `certfile ${pki.serverCert}`, `keyfile ${pki.serverKey}`, 'require_certificate true', 'use_identity_as_username true'],
+  });
+  t.teardown(() => broker.close());
+  const brokerSaw = (cn: string) => (fs.existsSync(brokerLog) ? fs.readFileSync(brokerLog, 'utf8') : '').includes(`u'${cn}'`);
+  const d = await startDaemon(t, {
+    rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },
+    identities,
+    mqtt: {
+      connections: {
+        // The plain listener, no keystore entry.
+        default: { enabled: true, 'broker-url': broker.url, 'client-id': 'gw-plain' },
+        cloud: { enabled: true, 'broker-url': `mqtts://127.0.0.1:${tlsPort}`, 'client-id': 'gw-tls', 'tls.ca': 'keystore:SSLKeystore/broker-ca', 'tls.cert': 'keystore:SSLKeystore/device', 'tls.key': 'keystore:SSLKeystore/device' },
+      },
+    },
+  });
+  // The connection's own key path in the message.
+  await d.waitForLog(/mqtt TLS file cannot be read, not connecting".* connection=cloud key=mqtt.connections.cloud.tls.ca file=keystore:SSLKeystore\/broker-ca/);
+  const api = (p: string, body: object) => d.request(`/services/keystores/v1${p}`, { method: 'POST', headers: ADMIN, body });
+  const conns = async () => (await d.request('/services/cloudconnection/v1/connections', { headers: ADMIN })).json() as any[];
+  let r = await api('/entries/certificate', { keystoreServicePid: 'SSLKeystore', alias: 'broker-ca', certificate: fs.readFileSync(pki.caCert, 'utf8') });
+  t.equal(r.status, 204);
+  r = await api('/entries/keypair', { keystoreServicePid: 'SSLKeystore', alias: 'device', algorithm: 'EC', size: 256, signatureAlgorithm: 'SHA256withECDSA', attributes: 'CN=self-signed' });
+  t.equal(r.status, 204);
+  const issue = async (cn: string) => {
+    r = await api('/entries/csr', { keystoreServicePid: 'SSLKeystore', alias: 'device', signatureAlgorithm: 'SHA256withECDSA', attributes: `CN=${cn}` });
+    const leaf = signCsr(pki.caCert, pki.caKey, pki.dir, r.json().signingRequest, cn, 'extendedKeyUsage=clientAuth\n');
+    r = await api('/entries/privatekey', { keystoreServicePid: 'SSLKeystore', alias: 'device', certificateChain: [leaf] });
+    t.equal(r.status, 204, r.body);
+  };
+  await issue('gw-two-1');
+  await until(() => brokerSaw('gw-two-1'), 15_000, 'the broker saw identity 1');
+  const reconnecting = () => d.logs.filter((l) => /msg="mqtt reconnecting"/.test(l));
+  const n = reconnecting().length;
+  await issue('gw-two-2');
+  await until(() => brokerSaw('gw-two-2'), 15_000, 'the broker saw identity 2');
+  const lines = reconnecting().slice(n);
+  t.ok(lines.length > 0 && lines.every((l) => l.includes('connection=cloud')), 'only the connection using the entry reconnected');
+  const plain = (await conns()).find((c) => c.name === 'default');
+  t.match(plain, { connected: true, reconnects: 0 }, 'the plain connection was not touched');
+});
