@@ -4,7 +4,8 @@
 // only at the rate it was told to: the sweep finds it only if it really set the port to that rate
 // for that request, and the device's log of the settings it saw is the proof of each combination
 // and of the line's own settings for its polls in between. Linux ptys clear PARENB, so parity is
-// proved only as far as a pty allows: the port refuses even and odd, and the sweep says so.
+// proved only as far as a pty allows: the port refuses even and odd, and the sweep says so. The
+// first test shows the premise: pymodbus at one rate answers a driver at another on a pty.
 import t, { type Test } from 'tap';
 import { spawn, execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -12,7 +13,12 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
-import { havePeers, startPtyPair } from '../helpers/pymodbus.js';
+import { havePeers, startPtyPair, startPyModbusRtu } from '../helpers/pymodbus.js';
+import { modbusFactory } from '../../src/drivers/modbus/index.js';
+import { SharedLines } from '../../src/drivers/lines.js';
+import { silentLogger } from '../../src/log.js';
+import { channel } from '../helpers/driver-conformance.js';
+import os from 'node:os';
 
 const RESPONDER = path.join(path.dirname(fileURLToPath(import.meta.url)), '../helpers/termios_responder.py');
 const IDENTITIES = { operator: { password: 'secret123', permissions: ['rest.assets'], passwordChangeNeeded: false } };
@@ -53,6 +59,15 @@ function client(d: Daemon) {
 const speed = (port: string) => /speed (\d+) baud/.exec(execFileSync('stty', ['-F', port], { encoding: 'utf8' }))?.[1];
 
 if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
+  t.test('why the device reads termios: pymodbus at 4800 baud on a pty answers a driver at 19200', async (t) => {
+    const dev = await startPyModbusRtu(t, { units: [3], baud: 4800 });
+    await dev.set(3, 'hr', 0, [4321]);
+    const d = modbusFactory.create({ 'access.type': 'RTU', 'modbus.rtu.port.name': dev.serialPort, 'modbus.rtu.baudrate': 19200, 'modbus.timeout': 500 }, { id: 'rtu', log: silentLogger, dataDir: os.tmpdir(), lines: new SharedLines() });
+    t.teardown(() => d.close());
+    const [r] = await d.read([channel('a', 'INTEGER', { 'unit.id': 3, 'memory.address': 1 })]);
+    t.match(r, { ok: true, value: { value: 4321 } }, 'the rates differ and the bytes still pass: a pty does not enforce a rate');
+  });
+
   t.test('a sweep finds a silent unit at the one rate it answers at; polls go on between, at the line\'s settings', async (t) => {
     const { driverSide, peerSide } = await startPtyPair(t);
     // Unit 1 is the line's polled device, at the line's 19200; unit 5 speaks only 4800.
