@@ -1,7 +1,7 @@
 // `make bench`: measures gatewayd (dist/gatewayd.js) against baselines in the same run and writes
 // bench/results.json and bench/RESULTS.md (bench/README.md).
 //
-//   node bench/out/run.mjs [--only http,modbus,mqtt,footprint,nodered,scale,confv1] [--repeats N] [--seconds S] [--quick]
+//   node bench/out/run.mjs [--only http,modbus,mqtt,footprint,nodered,scale,confv1,commissioning] [--repeats N] [--seconds S] [--quick]
 //
 // --quick (1 repetition, 1 s runs) is for trying the harness. It, and a run of some sections only
 // (--only), write to bench/out/, so that the committed figures are always those of a whole run.
@@ -21,8 +21,9 @@ import { footprintSection } from './sections/footprint.js';
 import { noderedSection } from './sections/nodered.js';
 import { scaleSection } from './sections/scale.js';
 import { confV1Section } from './sections/confv1.js';
+import { commissioningSection } from './sections/commissioning.js';
 
-const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection, nodered: noderedSection, scale: scaleSection, confv1: confV1Section } as const;
+const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection, nodered: noderedSection, scale: scaleSection, confv1: confV1Section, commissioning: commissioningSection } as const;
 type Name = keyof typeof SECTIONS;
 
 function parse(argv: string[]): { only: Name[]; whole: boolean; opt: Options } {

@@ -33,10 +33,14 @@ export interface StartOptions {
   dir?: string;
   /** More environment, e.g. `GATEWAYD_NODE_FLAGS` (flags the launcher appends to its own). */
   env?: Record<string, string>;
+  /** Another build of the bundle to run instead of dist/gatewayd.js (with `launcher` only). */
+  bundle?: string;
 }
 
 export async function startGatewayd(scope: Scope, config: Record<string, any>, opts: StartOptions = {}): Promise<Gatewayd> {
-  if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} missing: run make build`);
+  const bundle = opts.bundle ?? BUNDLE;
+  if (!fs.existsSync(bundle)) throw new Error(`${bundle} missing: run make build`);
+  if (opts.bundle && !opts.launcher) throw new Error('startGatewayd: another bundle runs through the launcher only');
   const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gatewayd-bench-'));
   if (!opts.dir) scope.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
   let command: string[] | undefined;
@@ -47,7 +51,7 @@ export async function startGatewayd(scope: Scope, config: Record<string, any>, o
     fs.mkdirSync(bin, { recursive: true });
     fs.mkdirSync(lib, { recursive: true });
     fs.copyFileSync(LAUNCHER, path.join(bin, 'gatewayd'));
-    fs.copyFileSync(BUNDLE, path.join(lib, 'gatewayd.mjs'));
+    fs.copyFileSync(bundle, path.join(lib, 'gatewayd.mjs'));
     // The launcher runs `node` from PATH: make it this very node.
     command = ['/bin/sh', path.join(bin, 'gatewayd')];
   }

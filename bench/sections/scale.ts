@@ -11,10 +11,15 @@
 //
 // The devices (load/modbus-farm.ts) and the subscriber (load/telemetry-sub.ts) are processes of their
 // own; their CPU is not gatewayd's.
+//
+// The channel history's memory (docs/rest-api.md "History"): the same load on a fresh gatewayd with
+// its history full, and on the same daemon built without the history (bench/lib/no-history-plugin.mjs),
+// one after the other; heap in use and RSS sampled meanwhile, the difference checked against the
+// documented bound.
 
 import { login, request, sessionHeaders, type Target } from '../lib/client.js';
 import { startGatewayd, type Gatewayd } from '../lib/gatewayd.js';
-import { cpuSeconds, rssKiB, sleep, startJsonChild, type JsonChild } from '../lib/proc.js';
+import { ROOT, cpuSeconds, rssKiB, sleep, startJsonChild, type JsonChild } from '../lib/proc.js';
 import type { Results } from '../lib/results.js';
 import { withScope, type Scope } from '../lib/scope.js';
 import { PASSWORD, USER, type Options } from '../lib/setup.js';
@@ -22,7 +27,10 @@ import { median } from '../lib/stats.js';
 import { pollMisses, type PollCounters } from '../lib/telemetry.js';
 import { freePort } from '../../test/helpers/ports.js';
 import { startMosquitto } from '../../test/helpers/mosquitto.js';
+import { HISTORY_SAMPLES_MIN, HISTORY_SAMPLES_TOTAL } from '../../src/assets/history.js';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 
 const DEVICES = 10;
 const TAGS = 1000;
@@ -50,7 +58,8 @@ export function scaleConfig(http: number, brokerPort: number, ports: number[], t
   return {
     'log.level': 'warn',
     http: { 'http.ports': [http], 'https.ports': [], 'https.client.auth.ports': [], 'bind.address': '127.0.0.1' },
-    identities: { [USER]: { password: PASSWORD, permissions: ['rest.assets'], passwordChangeNeeded: false } },
+    // rest.system: the heap in use, from /services/system/v1/status.
+    identities: { [USER]: { password: PASSWORD, permissions: ['rest.assets', 'rest.system'], passwordChangeNeeded: false } },
     drivers,
     assets,
     mqtt: {
@@ -168,14 +177,101 @@ async function firstTelemetry(gw: Gatewayd, sub: JsonChild, assets: string[], ti
   throw new Error(`no telemetry from every asset within ${timeoutMs} ms; gatewayd's log:\n${gw.logs.slice(-5).join('\n')}`);
 }
 
-async function startScaled(scope: Scope, peers: Peers, tags: number, env?: Record<string, string>): Promise<{ gw: Gatewayd; t: Target; assets: string[] }> {
+async function startScaled(scope: Scope, peers: Peers, tags: number, env?: Record<string, string>, bundle?: string): Promise<{ gw: Gatewayd; t: Target; assets: string[] }> {
   const http = await freePort();
   const config = scaleConfig(http, peers.brokerPort, peers.ports, tags);
   await ask(peers.sub, { cmd: 'reset' });
-  const gw = await startGatewayd(scope, config, { launcher: true, env });
+  const gw = await startGatewayd(scope, config, { launcher: true, env, bundle });
   const assets = Object.keys(config.assets);
   await firstTelemetry(gw, peers.sub, assets, 60_000);
   return { gw, t: { port: http }, assets };
+}
+
+/** The same gatewayd built without the channel history (bench/lib/no-history-plugin.mjs), in bench/out/no-history/. */
+function noHistoryBundle(): string {
+  const out = path.join(ROOT, 'bench', 'out', 'no-history', 'gatewayd.js');
+  execFileSync(process.execPath, [path.join(ROOT, 'build', 'build.mjs')], {
+    cwd: ROOT,
+    env: { ...process.env, GATEWAYD_OUTFILE: out, GATEWAYD_BUILD_PLUGIN: path.join(ROOT, 'bench', 'lib', 'no-history-plugin.mjs') },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return out;
+}
+
+/**
+ * What the history bound allows for `channels` tracked channels (docs/rest-api.md "History"): about
+ * 16 bytes per sample kept (10 per channel at 10,000 channels) plus about 200 bytes per channel, in MiB.
+ */
+export function historyBoundMiB(channels: number): number {
+  const samples = Math.min(HISTORY_SAMPLES_TOTAL, channels * Math.max(HISTORY_SAMPLES_MIN, Math.floor(HISTORY_SAMPLES_TOTAL / channels)));
+  return (samples * 16 + channels * 200) / 1048576;
+}
+
+interface Memory {
+  /** Medians per window, MiB. */
+  heap: number[];
+  rss: number[];
+  peakHeap: number;
+  /** Samples the first channel of the first asset had after the warm-up. */
+  samples: number;
+}
+
+/** One gatewayd life at the main load: warm-up (the rings fill), then `windows` windows of heap and RSS samples every 250 ms. */
+async function memoryLife(peers: Peers, bundle: string | undefined, warmMs: number, windowMs: number, windows: number): Promise<Memory> {
+  return withScope(async (s) => {
+    const { gw, t, assets } = await startScaled(s, peers, TAGS, undefined, bundle);
+    await sleep(warmMs);
+    const session = await login(t, USER, PASSWORD);
+    if (!session) throw new Error('session login: 404');
+    const headers = sessionHeaders(session);
+    const get = async (p: string) => {
+      const r = await request(t, p, { headers });
+      if (r.status !== 200) throw new Error(`${p}: HTTP ${r.status} ${r.body.toString().slice(0, 200)}`);
+      return JSON.parse(r.body.toString());
+    };
+    const samples = (await get(`/services/assets/${assets[0]}/_history?channel=c00001`)).length as number;
+    const out: Memory = { heap: [], rss: [], peakHeap: 0, samples };
+    for (let w = 0; w < windows; w++) {
+      const heap: number[] = [];
+      const rss: number[] = [];
+      const end = Date.now() + windowMs;
+      while (Date.now() < end) {
+        const used = (await get('/services/system/v1/status')).memory.heapUsed / 1048576;
+        heap.push(used);
+        rss.push(rssKiB(gw.pid) / 1024);
+        out.peakHeap = Math.max(out.peakHeap, used);
+        await sleep(250);
+      }
+      out.heap.push(median(heap));
+      out.rss.push(median(rss));
+    }
+    if (gw.proc.exitCode !== null || gw.proc.signalCode !== null) throw new Error(`gatewayd exited while measured; its log:\n${gw.logs.slice(-5).join('\n')}`);
+    return out;
+  });
+}
+
+/** The launcher's --max-old-space-size (rootfs/usr/bin/gatewayd). */
+const HEAP_BOUND_MIB = 48;
+
+async function historySection(res: Results, opt: Options, peers: Peers): Promise<void> {
+  const warmMs = opt.quick ? 12_000 : 15_000;
+  const windowMs = opt.quick ? 2000 : 5000;
+  const without = noHistoryBundle();
+  const full = await memoryLife(peers, undefined, warmMs, windowMs, opt.repeats);
+  const none = await memoryLife(peers, without, warmMs, windowMs, opt.repeats);
+  process.stderr.write(`  history: heap ${median(full.heap).toFixed(1)} MiB (without ${median(none.heap).toFixed(1)}), RSS ${median(full.rss).toFixed(1)} MiB (without ${median(none.rss).toFixed(1)}), ${full.samples} samples per channel (without: ${none.samples})\n`);
+  if (full.samples < HISTORY_SAMPLES_MIN) throw new Error(`the channel history holds ${full.samples} samples of c00001 after the warm-up, not ${HISTORY_SAMPLES_MIN}: it is not full`);
+  if (none.samples !== 0) throw new Error(`the build without history kept ${none.samples} samples`);
+  const channels = DEVICES * TAGS;
+  const bound = historyBoundMiB(channels);
+  const load = `${DEVICES} Modbus TCP devices × ${TAGS} INT16 tags, 1 s poll, through the launcher`;
+  const ref = 'the same gatewayd built without the channel history (bench/lib/no-history-plugin.mjs), same load, run after it';
+  const how = `${opt.repeats} windows of ${windowMs / 1000} s, each the median of samples every 250 ms of heapUsed (GET /services/system/v1/status) and RSS (/proc), after ${warmMs / 1000} s of warm-up, one life each`;
+  res.add('Scale', 'scale-history-heap', `${load}: V8 heap in use with the channel history full (${full.samples} samples × ${channels.toLocaleString('en-US')} channels)`, 'MiB', full.heap, ref, none.heap, undefined,
+    `${how}; highest sample ${full.peakHeap.toFixed(1)} MiB (without: ${none.peakHeap.toFixed(1)} MiB), against the launcher's old-space bound of ${HEAP_BOUND_MIB} MB`);
+  res.add('Scale', 'scale-history-cost', `${load}: heap the channel history takes (with − without)`, 'MiB', full.heap.map((h, i) => h - none.heap[i]!), 'the documented bound (docs/rest-api.md "History": 16 bytes per sample kept + 200 bytes per channel)', [bound],
+    { op: '<=', value: 1, text: '≤ the documented bound' }, `window by window; young-generation garbage moves each figure by up to a few MiB, so a single window says little`);
+  res.add('Scale', 'scale-history-rss', `${load}: RSS with the channel history full`, 'MiB', full.rss, ref, none.rss, undefined, how);
 }
 
 export async function scaleSection(res: Results, opt: Options): Promise<void> {
@@ -219,6 +315,8 @@ export async function scaleSection(res: Results, opt: Options): Promise<void> {
     res.add('Scale', 'scale-lat-p99', `${load}: telemetry end-to-end latency, p99`, 'ms', col('p99'), '', []);
     res.add('Scale', 'scale-req', `${load}: Modbus requests on the wire`, 'req/s', col('reqPerS'), '', [], undefined, `counted at the devices; 1,000 contiguous registers are ${Math.ceil(TAGS / 125)} requests of ≤ 125 per device and poll`);
     res.add('Scale', 'scale-tags', `${load}: tags delivered to the subscriber`, 'tags/s', col('tagsPerS'), '', [], undefined, `every register changes between polls, so every tag is published each cycle; ${median(col('kbPerS')).toFixed(0)} KiB/s of payload; ${w.reduce((s, x) => s + x.errors, 0)} tags with errors; gatewayd ready after ${Math.round(startMs)} ms; idle gatewayd used ${idleCpu.toFixed(2)} CPU-s in its whole life; the devices used ${(median(col('devCpu')) * 100).toFixed(1)} % and the subscriber ${(median(col('subCpu')) * 100).toFixed(1)} % of a core`);
+
+    await historySection(res, opt, peers);
 
     // Ramp: more tags per device at the same 1 s poll, a fresh gatewayd per level, until polls miss.
     const rampWarm = opt.quick ? 3000 : 5000;

@@ -173,9 +173,14 @@ export const assetChannelsCsvFamily = (svc: ConfigurationService): Family => ({
           if (!parsed.ok) throw refusal(parsed.problems);
           const existing = channelsOf(asset);
           const merged = mergeChannels(existing, settled(parsed.channels, existing, defs), mode as ChannelsMergeMode);
-          const problems = channelProblems(svc, pid, asset, parsed.channels, merged, parsed.columns);
-          if (problems.length > 0) throw refusal(problems);
-          if (sameChannels(existing, merged)) return { changed: false, channels: merged.length };
+          const refuseProblems = () => {
+            const problems = channelProblems(svc, pid, asset, parsed.channels, merged, parsed.columns);
+            if (problems.length > 0) throw refusal(problems);
+          };
+          if (sameChannels(existing, merged)) {
+            refuseProblems();
+            return { changed: false, channels: merged.length };
+          }
           // The asset is stored whole and pinned: the channels then are exactly the file's, in its
           // order, whatever the image file says (as after a rollback, docs/configuration-v2.md).
           const props = flattenAsset({ ...asset, channels: Object.fromEntries(merged.map((c) => [c.name, c.props])) });
@@ -185,7 +190,14 @@ export const assetChannelsCsvFamily = (svc: ConfigurationService): Family => ({
               Object.defineProperty(layer.components, pid, { value: { factoryPid: ASSET_FACTORY, pinned: true, props }, enumerable: true, writable: true, configurable: true });
             }, true, { by: actorOf(req) });
           } catch (err) {
-            if (err instanceof ConfigError) throw new RequestError(err.status, `The file was not applied: ${err.detail ?? err.message}`);
+            // The change validates the configuration with these channels and refuses it before
+            // anything is written. The file's problems are then told by row and column, as they
+            // were before any other refusal of the change: the asset is validated a second time
+            // only for a file that is refused (1,000 channels validated once, not twice).
+            if (err instanceof ConfigError) {
+              refuseProblems();
+              throw new RequestError(err.status, `The file was not applied: ${err.detail ?? err.message}`);
+            }
             throw err;
           }
           return { changed: true, channels: merged.length };

@@ -9,8 +9,8 @@ import type { ChannelRecord } from '../channels/types.js';
 export const HISTORY_SAMPLES_PER_CHANNEL = 600;
 export const HISTORY_SAMPLES_MIN = 10;
 /**
- * Samples kept in all: 1.6 MB of samples (two doubles each) plus about 200 bytes per channel
- * tracked. The configuration's heap bound (src/configuration/heap.ts) is reckoned without the
+ * Samples kept in all: 1.6 MB of samples (two doubles each) at most, plus about 200 bytes per
+ * channel tracked (its Map entry and slot: well under that). The configuration's heap bound (src/configuration/heap.ts) is reckoned without the
  * history, so it must stay small beside it: with 200,000 samples in growable arrays a daemon at the
  * documented channel bound ran out of heap during a rollback.
  */
@@ -22,62 +22,30 @@ export const HISTORY_MAX_CHANNELS = HISTORY_SAMPLES_TOTAL / HISTORY_SAMPLES_MIN;
 const NUMERIC = new Set(['INTEGER', 'LONG', 'FLOAT', 'DOUBLE']);
 
 /**
- * One channel's samples: a ring of exactly `capacity` times and values (typed arrays, no object per
- * sample and no slack); made again at the new size when the capacity changes.
+ * The samples of every tracked channel live in one pool: two Float64Arrays (times, values) in which
+ * slot `s` is the ring `[s × ringSize, (s + 1) × ringSize)`, with the ring's oldest index and its
+ * count in two Int32Arrays. Every channel keeps the same number of samples (capacity()), so when
+ * that changes the pool is made again at the new ring size, each ring keeping its newest samples,
+ * at most once per record() call. A channel costs its Map entry and 8 bytes beside its samples: one
+ * typed array pair per channel (10,000 channels) took about 600 bytes per channel in V8's objects
+ * and backing stores, and its first poll cycle, with rings made large and then small, left tens of
+ * MB of freed backing stores in the process.
  */
-class Samples {
-  private times: Float64Array;
-  private values: Float64Array;
-  /** Index of the oldest sample; `count` samples follow it, wrapping. */
-  private start = 0;
-  count = 0;
-
-  constructor(capacity: number) {
-    this.times = new Float64Array(capacity);
-    this.values = new Float64Array(capacity);
-  }
-
-  push(time: number, value: number, capacity: number): void {
-    if (capacity !== this.times.length) this.resize(capacity);
-    const cap = this.times.length;
-    const at = (this.start + this.count) % cap;
-    this.times[at] = time;
-    this.values[at] = value;
-    if (this.count < cap) this.count++;
-    else this.start = (this.start + 1) % cap;
-  }
-
-  /** Keeps the newest samples that fit `capacity`. */
-  private resize(capacity: number): void {
-    const keep = Math.min(this.count, capacity);
-    const times = new Float64Array(capacity);
-    const values = new Float64Array(capacity);
-    for (let i = 0; i < keep; i++) {
-      const from = (this.start + this.count - keep + i) % this.times.length;
-      times[i] = this.times[from]!;
-      values[i] = this.values[from]!;
-    }
-    this.times = times;
-    this.values = values;
-    this.start = 0;
-    this.count = keep;
-  }
-
-  /** The newest `limit` samples not older than `from`, oldest first. */
-  list(from: number, limit: number): { timestamp: number; value: number }[] {
-    const cap = this.times.length;
-    const out: { timestamp: number; value: number }[] = [];
-    for (let i = Math.max(0, this.count - limit); i < this.count; i++) {
-      const at = (this.start + i) % cap;
-      if (this.times[at]! >= from) out.push({ timestamp: this.times[at]!, value: this.values[at]! });
-    }
-    return out;
-  }
-}
-
 export class ChannelHistory {
-  private readonly assets = new Map<string, Map<string, Samples>>();
+  /** Asset pid → channel name → slot. */
+  private readonly assets = new Map<string, Map<string, number>>();
   private channels = 0;
+  /** Samples per ring in the pool now (capacity() when the pool was made). */
+  private ringSize = 0;
+  /** Slots the pool has room for. */
+  private slots = 0;
+  /** Slots handed out so far; those of forgotten channels are in `free`. */
+  private used = 0;
+  private free: number[] = [];
+  private times = new Float64Array(0);
+  private values = new Float64Array(0);
+  private first = new Int32Array(0);
+  private count = new Int32Array(0);
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -90,31 +58,101 @@ export class ChannelHistory {
   record(pid: string, records: readonly ChannelRecord[]): void {
     let byName = this.assets.get(pid);
     if (!byName) this.assets.set(pid, (byName = new Map()));
-    const capacity = this.capacity();
+    // Channels forgotten since the pool was made leave more room to the others.
+    if (this.ringSize !== 0 && this.capacity() !== this.ringSize) this.layout(this.channels);
+    let fresh: ChannelRecord[] | undefined;
     for (const r of records) {
       const v = r.value;
       if (r.status !== 'SUCCESS' || !v || !NUMERIC.has(v.type)) continue;
-      let s = byName.get(r.name);
-      if (!s) {
-        if (this.channels >= HISTORY_MAX_CHANNELS) continue;
-        byName.set(r.name, (s = new Samples(capacity)));
-        this.channels++;
-      }
-      s.push(r.timestamp, Number(v.value), capacity);
+      const slot = byName.get(r.name);
+      if (slot === undefined) (fresh ??= []).push(r);
+      else this.push(slot, r.timestamp, Number(v.value));
     }
+    if (!fresh) return;
+    // New channels: the pool is made for all of them at once (the ring size of every channel may
+    // change), then each takes a slot.
+    const names = new Set<string>();
+    for (const r of fresh) if (names.size < HISTORY_MAX_CHANNELS - this.channels) names.add(r.name);
+    if (names.size === 0) return;
+    this.channels += names.size;
+    if (this.capacity() !== this.ringSize || this.channels > this.slots) this.layout(this.channels);
+    for (const r of fresh) {
+      let slot = byName.get(r.name);
+      if (slot === undefined) {
+        if (!names.has(r.name)) continue;
+        slot = this.free.pop() ?? this.used++;
+        this.first[slot] = 0;
+        this.count[slot] = 0;
+        byName.set(r.name, slot);
+      }
+      this.push(slot, r.timestamp, Number(r.value!.value));
+    }
+  }
+
+  private push(slot: number, time: number, value: number): void {
+    const size = this.ringSize;
+    const n = this.count[slot]!;
+    const at = slot * size + ((this.first[slot]! + n) % size);
+    this.times[at] = time;
+    this.values[at] = value;
+    if (n < size) this.count[slot] = n + 1;
+    else this.first[slot] = (this.first[slot]! + 1) % size;
+  }
+
+  /**
+   * Makes the pool again for `channels` channels at capacity(): room for twice as many (new
+   * channels then rarely make it again) but never more than HISTORY_SAMPLES_TOTAL samples in all;
+   * the tracked channels take slots 0… in order, each with its newest samples.
+   */
+  private layout(channels: number): void {
+    const size = this.capacity();
+    const slots = Math.max(channels, Math.min(Math.floor(HISTORY_SAMPLES_TOTAL / size), Math.max(16, 2 * channels)));
+    const times = new Float64Array(slots * size);
+    const values = new Float64Array(slots * size);
+    const first = new Int32Array(slots);
+    const count = new Int32Array(slots);
+    let next = 0;
+    for (const byName of this.assets.values()) {
+      for (const [name, slot] of byName) {
+        const n = this.count[slot]!;
+        const keep = Math.min(n, size);
+        for (let i = 0; i < keep; i++) {
+          const from = slot * this.ringSize + ((this.first[slot]! + n - keep + i) % this.ringSize);
+          times[next * size + i] = this.times[from]!;
+          values[next * size + i] = this.values[from]!;
+        }
+        count[next] = keep;
+        byName.set(name, next++);
+      }
+    }
+    Object.assign(this, { times, values, first, count, ringSize: size, slots, used: next, free: [] });
   }
 
   /** Forgets what is not in `keep` (asset pid → its numeric channel names): after a reconfiguration. */
   retain(keep: (pid: string, channel: string) => boolean): void {
     for (const [pid, byName] of this.assets) {
-      for (const name of byName.keys()) if (!keep(pid, name)) byName.delete(name), this.channels--;
+      for (const [name, slot] of byName) {
+        if (keep(pid, name)) continue;
+        byName.delete(name);
+        this.free.push(slot);
+        this.channels--;
+      }
       if (byName.size === 0) this.assets.delete(pid);
     }
   }
 
   /** A channel's samples within the age bound, oldest first; empty when it has none. */
   samples(pid: string, channel: string): { timestamp: number; value: number }[] {
-    const s = this.assets.get(pid)?.get(channel);
-    return s ? s.list(this.now() - HISTORY_MAX_AGE_MS, this.capacity()) : [];
+    const slot = this.assets.get(pid)?.get(channel);
+    if (slot === undefined) return [];
+    const from = this.now() - HISTORY_MAX_AGE_MS;
+    const size = this.ringSize;
+    const n = this.count[slot]!;
+    const out: { timestamp: number; value: number }[] = [];
+    for (let i = Math.max(0, n - this.capacity()); i < n; i++) {
+      const at = slot * size + ((this.first[slot]! + i) % size);
+      if (this.times[at]! >= from) out.push({ timestamp: this.times[at]!, value: this.values[at]! });
+    }
+    return out;
   }
 }

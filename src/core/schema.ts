@@ -211,9 +211,19 @@ export function mapOf<T>(item: (raw: unknown, path: string, p: Problem[], key: s
 
 /**
  * Stores a user-chosen key as an own property: a plain assignment of `__proto__` (a legal JSON key)
- * would replace the object's prototype instead.
+ * would replace the object's prototype instead. Any other key is assigned when the object inherits
+ * from Object.prototype or nothing, whose only inherited accessor is `__proto__`: the same own,
+ * enumerable, writable property, at half the cost of defineProperty (a 1,000-channel asset is
+ * 10,000 keys each time it is flattened or layered).
  */
 export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
+  if (key !== '__proto__') {
+    const proto: unknown = Object.getPrototypeOf(obj);
+    if (proto === Object.prototype || proto === null) {
+      obj[key] = value;
+      return;
+    }
+  }
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 

@@ -1,10 +1,37 @@
 // Channel history through the real daemon (docs/rest-api.md "History"): the poll cycles' numeric
 // values, oldest first, bounded per channel; STRING and BOOLEAN channels have none; unknown asset
-// or channel 404, missing channel 400, role assets.
+// or channel 404, missing channel 400, role assets; the memory the bound allows (first, before any
+// other history of this process exists to be collected during the measurement).
 import t from 'tap';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { ChannelHistory, HISTORY_MAX_AGE_MS, HISTORY_SAMPLES_MIN, HISTORY_SAMPLES_TOTAL } from '../../src/assets/history.js';
+
+t.test('memory: 10 assets of 1,000 channels take what docs/rest-api.md "History" says, at most', async (t) => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const names = Array.from({ length: 1000 }, (_, i) => `c${String(i + 1).padStart(5, '0')}`);
+  // The records of 15 poll cycles made first: only the history's own memory is measured.
+  const cycles = Array.from({ length: 15 }, (_, poll) => names.map((name) => ({ name, status: 'SUCCESS' as const, valueType: 'INTEGER' as const, value: { type: 'INTEGER' as const, value: poll }, timestamp: 1000 * poll })));
+  gc();
+  gc();
+  const before = process.memoryUsage();
+  const h = new ChannelHistory(() => 15_000);
+  for (const records of cycles) for (let a = 0; a < 10; a++) h.record(`dev${a}`, records);
+  gc();
+  gc();
+  const after = process.memoryUsage();
+  t.equal(h.samples('dev9', 'c01000').length, HISTORY_SAMPLES_MIN, 'every ring full');
+  t.same(h.samples('dev3', 'c00007').map((s) => s.value), [5, 6, 7, 8, 9, 10, 11, 12, 13, 14], 'the newest samples, oldest first');
+  // 100,000 samples of 16 bytes plus 200 bytes for each of the 10,000 channels: V8's objects and
+  // the typed arrays' backing stores (outside the heap) together.
+  const bound = HISTORY_SAMPLES_TOTAL * 16 + 10_000 * 200;
+  const used = after.heapUsed - before.heapUsed + (after.arrayBuffers - before.arrayBuffers);
+  t.ok(used <= bound, `${(used / 1e6).toFixed(2)} MB for the history (bound ${(bound / 1e6).toFixed(1)} MB)`);
+  (globalThis as { keep?: unknown }).keep = h;
+});
 
 t.test('history of polled channels', async (t) => {
   const d = await startDaemon(t, {

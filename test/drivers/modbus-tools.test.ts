@@ -329,7 +329,7 @@ t.test('scan: the units that answer, progress, cancel, one per line, between the
     [{ units: [1] }, /units/],
     [{}, /units/],
     [{ units: [1, 2], identify: 'yes' }, /identify/],
-    [{ units: [1, 2], baudRates: [9600] }, /not available/],
+    [{ units: [1, 2], baudRates: [9600] }, /baudRates and parities sweep a serial line: a Modbus TCP device has none/],
     [{ units: [1, 2], speed: 1 }, /unknown key "speed"/],
   ];
   for (const [body, re] of bad) {

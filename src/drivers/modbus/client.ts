@@ -17,6 +17,7 @@
 import type { DeviceStatus } from '../driver.js';
 import { decodeResponse, encodeRequest, isDecodeError, type ModbusRequest, type ModbusResponse } from './pdu.js';
 import { TimeoutError, type LineStats, type Transport } from './transport.js';
+import type { LineSettings } from './config.js';
 import { RequestLog } from './request-log.js';
 import { monotonicNow } from '../../core/clock.js';
 
@@ -31,6 +32,8 @@ export interface RequestOptions {
    * that it tells whether the unit answers now.
    */
   attended?: boolean;
+  /** A serial line's rate and parity for this request only (a scan's sweep; Transport.exchange). */
+  line?: LineSettings;
 }
 
 /** Counters of one unit (device) on a line, for the poll status. */
@@ -105,7 +108,8 @@ export class ModbusClient {
       this.shared.clear();
       return this.enqueue(unitId, pdu, opts);
     }
-    const key = `${unitId}:${pdu.toString('hex')}`;
+    // A read at other line settings (a sweep) is another transaction, never joined with a poll's.
+    const key = opts.line ? `${unitId}:${pdu.toString('hex')}@${opts.line.baudrate}/${opts.line.parity}` : `${unitId}:${pdu.toString('hex')}`;
     const existing = this.shared.get(key);
     if (existing) return existing;
     const p = this.enqueue(unitId, pdu, opts);
@@ -170,7 +174,7 @@ export class ModbusClient {
       const sentAt = Date.now();
       const started = monotonicNow();
       try {
-        pdu = await this.transport.exchange(job.unitId, job.pdu, job.opts.timeout);
+        pdu = await this.transport.exchange(job.unitId, job.pdu, job.opts.timeout, job.opts.line);
       } catch (err) {
         this.lastEnd = monotonicNow();
         const timeout = err instanceof TimeoutError;
@@ -178,7 +182,7 @@ export class ModbusClient {
         // counted apart from a unit that does not answer.
         if (timeout) unit.timeouts++;
         else unit.connectionFailures++;
-        this.log.add(job.unitId, job.pdu, sentAt, this.lastEnd - started, { result: timeout ? 'timeout' : 'error', error: (err as Error).message });
+        this.log.add(job.unitId, job.pdu, job.opts.line, sentAt, this.lastEnd - started, { result: timeout ? 'timeout' : 'error', error: (err as Error).message });
         last = err as Error;
         continue;
       }
@@ -189,20 +193,20 @@ export class ModbusClient {
       if (isDecodeError(res)) {
         this.stats.discardedFrames++;
         last = new Error(`${this.label}: malformed response from unit ${job.unitId}: ${res.error}`);
-        this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'error', response: pdu, error: last.message });
+        this.log.add(job.unitId, job.pdu, job.opts.line, sentAt, latency, { result: 'error', response: pdu, error: last.message });
         continue;
       }
       if (res.fc !== job.pdu[0]) {
         this.stats.discardedFrames++;
         last = new Error(`${this.label}: unit ${job.unitId} answered function ${res.fc} to function ${job.pdu[0]}`);
-        this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'error', response: pdu, error: last.message });
+        this.log.add(job.unitId, job.pdu, job.opts.line, sentAt, latency, { result: 'error', response: pdu, error: last.message });
         continue;
       }
       if ('exception' in res) {
         this.stats.exceptions++;
         unit.exceptions++;
-        this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'exception', response: pdu, exception: res.exception });
-      } else this.log.add(job.unitId, job.pdu, sentAt, latency, { result: 'ok', response: pdu });
+        this.log.add(job.unitId, job.pdu, job.opts.line, sentAt, latency, { result: 'exception', response: pdu, exception: res.exception });
+      } else this.log.add(job.unitId, job.pdu, job.opts.line, sentAt, latency, { result: 'ok', response: pdu });
       return res;
     }
     if (last instanceof TimeoutError && attempts > 1) {

@@ -39,13 +39,25 @@ export interface TcpSettings {
   port: number;
 }
 
+export type Parity = 'none' | 'even' | 'odd';
+
 export interface SerialSettings {
   portName: string;
   baudrate: number;
   databits: number;
   stopbits: 1 | 2;
-  parity: 'none' | 'even' | 'odd';
+  parity: Parity;
 }
+
+/** The rate and parity of one exchange on a serial line, when a scan sweeps them (tools.ts). */
+export interface LineSettings {
+  baudrate: number;
+  parity: Parity;
+}
+
+/** Rates a scan may sweep: the usual ones of a Modbus serial line (Modbus over Serial Line V1.02 requires 9600 and 19200; the others are common options). */
+export const SWEEP_BAUD_RATES = [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200] as const;
+export const SWEEP_PARITIES: readonly Parity[] = ['none', 'even', 'odd'];
 
 export interface ModbusInstanceConfig {
   accessType: AccessType;

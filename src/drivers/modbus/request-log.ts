@@ -3,6 +3,8 @@
 // Each entry keeps the request and response PDUs (at most 253 bytes each, Modbus Application
 // Protocol §4.1), shown only when asked for.
 
+import type { LineSettings } from './config.js';
+
 /** Exchanges a line remembers. */
 export const REQUEST_LOG_SIZE = 200;
 
@@ -23,6 +25,9 @@ export interface LoggedExchange {
   exception?: number;
   /** Why a timeout or error happened. */
   error?: string;
+  /** The rate and parity of an exchange a scan's sweep made at other settings than the line's. */
+  baudRate?: number;
+  parity?: string;
   request: Buffer;
   response?: Buffer;
 }
@@ -42,10 +47,14 @@ export class RequestLog {
   private next = 0;
 
   /** Records one exchange; the response PDU is copied (it may be a view of a larger buffer). */
-  add(unit: number, request: Buffer, time: number, latencyMs: number, outcome: { result: ExchangeResult; response?: Buffer; exception?: number; error?: string }): void {
+  add(unit: number, request: Buffer, at: LineSettings | undefined, time: number, latencyMs: number, outcome: { result: ExchangeResult; response?: Buffer; exception?: number; error?: string }): void {
     const entry: LoggedExchange = { time, unit, function: request[0] ?? 0, ...addressing(request), result: outcome.result, latencyMs: Math.round(latencyMs * 10) / 10, request };
     if (outcome.exception !== undefined) entry.exception = outcome.exception;
     if (outcome.error !== undefined) entry.error = outcome.error;
+    if (at) {
+      entry.baudRate = at.baudrate;
+      entry.parity = at.parity;
+    }
     if (outcome.response) entry.response = Buffer.from(outcome.response);
     this.ring[this.next] = entry;
     this.next = (this.next + 1) % REQUEST_LOG_SIZE;

@@ -11,9 +11,9 @@ import fs from 'node:fs';
 import type tty from 'node:tty';
 import { lazyBuiltin } from '../../core/builtin.js';
 import type { Logger } from '../../log.js';
-import type { SerialSettings } from './config.js';
+import type { LineSettings, SerialSettings } from './config.js';
 import { RtuReceiver, encodeRtu, interFrameGapMs } from './rtu-frame.js';
-import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, ResponseTimer, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
+import { BACKOFF_MAX_MS, BACKOFF_MIN_MS, ResponseTimer, SettingsError, TimeoutError, emptyStats, type LineStats, type Transport } from './transport.js';
 import { monotonicNow } from '../../core/clock.js';
 
 // Loaded when a serial line first opens: most configurations have none.
@@ -32,6 +32,12 @@ export function sttyArgs(s: SerialSettings): string[] {
     // Raw bytes, no echo, no modem control or flow control: a two-wire RS-485 or RS-232 line.
     'raw', '-echo', 'clocal', '-crtscts', '-ixon', '-ixoff',
   ];
+}
+
+/** What a failed command or system call says: stty's own message when it printed one. */
+function commandError(err: unknown): string {
+  const e = err as NodeJS.ErrnoException & { stderr?: string };
+  return (e.stderr && String(e.stderr).trim()) || e.code || e.message;
 }
 
 interface Pending {
@@ -70,10 +76,40 @@ export class SerialTransport implements Transport {
     this.gapMs = interFrameGapMs(settings.baudrate);
   }
 
-  async exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer> {
+  async exchange(unitId: number, pdu: Buffer, timeoutMs: number, at?: LineSettings): Promise<Buffer> {
     const stream = await this.open();
+    if (!at || (at.baudrate === this.settings.baudrate && at.parity === this.settings.parity)) return this.send(stream, unitId, pdu, timeoutMs, this.gapMs);
+    // A sweep's exchange (docs/drivers.md "Commissioning tools"): the port is set to the rate and
+    // parity asked for, the one request is sent, and the port is set back before the next exchange
+    // (the caller's queue holds the line meanwhile). stty sets the terminal by its path, which
+    // changes the open port (termios belongs to the device, not to one file descriptor).
+    const other: SerialSettings = { ...this.settings, baudrate: at.baudrate, parity: at.parity };
+    try {
+      await run('stty', sttyArgs(other), { timeout: 5000 });
+    } catch (err) {
+      await this.restore(stream);
+      throw new SettingsError(`${this.label}: cannot set ${at.baudrate} baud, parity ${at.parity}: ${commandError(err)}`);
+    }
+    try {
+      return await this.send(stream, unitId, pdu, timeoutMs, interFrameGapMs(at.baudrate));
+    } finally {
+      await this.restore(stream);
+    }
+  }
+
+  /** Sets the port back to the line's own settings; a port that refuses is closed and reopened (with them) by the next exchange. */
+  private async restore(stream: tty.ReadStream): Promise<void> {
+    try {
+      await run('stty', sttyArgs(this.settings), { timeout: 5000 });
+    } catch (err) {
+      if (this.stream === stream) this.fail(new Error(`cannot set the line's own settings again: ${commandError(err)}`));
+    }
+    this.lastActivity = monotonicNow();
+  }
+
+  private async send(stream: tty.ReadStream, unitId: number, pdu: Buffer, timeoutMs: number, gapMs: number): Promise<Buffer> {
     // §2.5.1.1: at least 3.5 character times of silence before a new frame.
-    const quiet = this.lastActivity + this.gapMs - monotonicNow();
+    const quiet = this.lastActivity + gapMs - monotonicNow();
     if (quiet > 0) await new Promise((r) => setTimeout(r, Math.ceil(quiet)));
     if (this.stream !== stream) throw new Error(`${this.label}: port closed`);
     this.rx.drop();
@@ -141,8 +177,7 @@ export class SerialTransport implements Transport {
         return stream;
       } catch (err) {
         if (fd !== undefined) fs.close(fd, () => {});
-        const e = err as NodeJS.ErrnoException & { stderr?: string };
-        const message = (e.stderr && String(e.stderr).trim()) || e.code || e.message;
+        const message = commandError(err);
         this.backoff = Math.min(BACKOFF_MAX_MS, this.backoff ? this.backoff * 2 : BACKOFF_MIN_MS);
         this.retryAt = Date.now() + this.backoff;
         if (!this.lastError) this.log.warn('modbus serial port unusable', { device: this.label, error: message });

@@ -10,10 +10,11 @@ import { ToolError } from '../../core/errors.js';
 import { JsonNumber } from '../../core/json.js';
 import type { DriverTools } from '../driver.js';
 import type { ModbusClient, RequestOptions } from './client.js';
-import { parseChannel, type ModbusChannelSpec, type ModbusInstanceConfig } from './config.js';
+import { SWEEP_BAUD_RATES, SWEEP_PARITIES, parseChannel, type LineSettings, type ModbusChannelSpec, type ModbusInstanceConfig, type Parity } from './config.js';
 import { MAX_READ_BITS, MAX_READ_REGISTERS, READ_FC, exceptionName, isBitTable } from './constants.js';
 import { decodeRegisters, encodeRegisters, type DataType } from './datatypes.js';
 import type { ModbusRequest, ModbusResponse } from './pdu.js';
+import { SettingsError } from './transport.js';
 
 /** The keys a probe request may carry: a channel's Modbus keys, plus what a probe adds. */
 export const PROBE_KEYS: readonly string[] = Object.freeze([
@@ -40,6 +41,11 @@ const OBJECT_NAMES: Readonly<Record<number, string>> = Object.freeze({
 
 /** Scan requests per second at most, so that a scan leaves most of the line to the polls. */
 export const SCAN_RATE = 10;
+/**
+ * Requests of one sweep at most (combinations × units): 24 combinations for 41 units, or every
+ * unit of a line at 4; at the scan rate and a 1 s timeout, under 17 minutes.
+ */
+export const MAX_SWEEP_REQUESTS = 1000;
 /** Finished scans an instance remembers (the oldest is forgotten first). */
 const SCANS_KEPT = 8;
 
@@ -48,7 +54,9 @@ interface Scan {
   state: 'RUNNING' | 'DONE' | 'CANCELLED';
   total: number;
   done: number;
-  found: { unit: number; identification?: Record<string, unknown> }[];
+  found: { unit: number; baudRate?: number; parity?: Parity; identification?: Record<string, unknown> }[];
+  /** Sweep combinations the port refused (their units were not asked). */
+  errors: { baudRate: number; parity: Parity; error: string }[];
 }
 
 export class ModbusTools implements DriverTools {
@@ -70,50 +78,86 @@ export class ModbusTools implements DriverTools {
    * Asks each unit of `units: [from, to]` one read (holding register 1): any answer, an exception
    * included, means the unit is there. One request at a time in the line's queue, at most
    * SCAN_RATE a second, no retry; `identify: true` also reads the identification of each found.
+   * On an RTU line, `baudRates` and `parities` sweep the serial settings: every unit is asked at
+   * every combination (the line's own rate or parity where one list is missing), each request
+   * at its combination and the port set back to the line's own settings before the next exchange.
    */
   startScan(request: Record<string, unknown>): { id: string } {
     const allowed = ['units', 'identify', 'baudRates', 'parities'];
     const unknown = Object.keys(request).find((k) => !allowed.includes(k));
-    if (unknown !== undefined) throw new ToolError('input', `unknown key ${JSON.stringify(unknown.slice(0, 40))}; a scan takes units, identify`);
-    if (request.baudRates !== undefined || request.parities !== undefined) {
-      throw new ToolError('input', 'a sweep of baudRates and parities is not available yet: scan at the line\'s own settings');
-    }
+    if (unknown !== undefined) throw new ToolError('input', `unknown key ${JSON.stringify(unknown.slice(0, 40))}; a scan takes units, identify, baudRates, parities`);
     const min = this.config.accessType === 'RTU' ? 1 : 0;
     const max = this.config.accessType === 'RTU' ? 247 : 255;
     const units = request.units;
     const ok = Array.isArray(units) && units.length === 2 && units.every((u) => Number.isInteger(u) && u >= min && u <= max) && units[0] <= units[1];
     if (!ok) throw new ToolError('input', `units must be [from, to], integers ${min}..${max} with from <= to`);
     if (request.identify !== undefined && typeof request.identify !== 'boolean') throw new ToolError('input', 'identify must be true or false');
-    if (this.client.activeScan !== undefined) throw new ToolError('busy', `a scan is already running on ${this.client.label} (${this.client.activeScan})`);
     const [from, to] = units as [number, number];
-    const scan: Scan = { id: nodeCrypto().randomUUID(), state: 'RUNNING', total: to - from + 1, done: 0, found: [] };
+    const settings = this.sweepSettings(request, to - from + 1);
+    if (this.client.activeScan !== undefined) throw new ToolError('busy', `a scan is already running on ${this.client.label} (${this.client.activeScan})`);
+    const scan: Scan = { id: nodeCrypto().randomUUID(), state: 'RUNNING', total: (to - from + 1) * settings.length, done: 0, found: [], errors: [] };
     for (const [id, s] of this.scans) if (this.scans.size >= SCANS_KEPT && s.state !== 'RUNNING') this.scans.delete(id);
     this.scans.set(scan.id, scan);
     this.client.activeScan = scan.id;
-    void this.runScan(scan, from, to, request.identify === true).finally(() => {
+    void this.runScan(scan, from, to, settings, request.identify === true).finally(() => {
       if (this.client.activeScan === scan.id) this.client.activeScan = undefined;
     });
     return { id: scan.id };
   }
 
-  private async runScan(scan: Scan, from: number, to: number, identify: boolean): Promise<void> {
+  /**
+   * The combinations of a sweep, rates outer and parities inner ([undefined]: no sweep, the line as
+   * it is). Only a serial line has them; at most MAX_SWEEP_REQUESTS combinations × units.
+   */
+  private sweepSettings(request: Record<string, unknown>, unitCount: number): (LineSettings | undefined)[] {
+    const { baudRates, parities } = request;
+    if (baudRates === undefined && parities === undefined) return [undefined];
+    if (this.config.accessType === 'TCP') throw new ToolError('input', 'baudRates and parities sweep a serial line: a Modbus TCP device has none (scan its units only)');
+    if (this.config.accessType === 'RTU_OVER_TCP') {
+      throw new ToolError('input', 'baudRates and parities sweep a serial port this daemon opens: on RTU over TCP the converter owns the serial settings (set them on the converter, then scan)');
+    }
+    const list = <T>(v: unknown, key: string, allowed: readonly T[], own: T): T[] => {
+      if (v === undefined) return [own];
+      if (!Array.isArray(v) || v.length === 0 || v.some((x) => !allowed.includes(x as T))) throw new ToolError('input', `${key} must be a non-empty list of ${allowed.join(', ')}`);
+      if (new Set(v).size !== v.length) throw new ToolError('input', `${key} names a value twice`);
+      return v as T[];
+    };
+    const rates = list<number>(baudRates, 'baudRates', SWEEP_BAUD_RATES, this.config.serial.baudrate);
+    const pars = list<Parity>(parities, 'parities', SWEEP_PARITIES, this.config.serial.parity);
+    const n = rates.length * pars.length * unitCount;
+    if (n > MAX_SWEEP_REQUESTS) {
+      throw new ToolError('input', `a sweep of ${rates.length * pars.length} combinations × ${unitCount} units is ${n} requests; at most ${MAX_SWEEP_REQUESTS} (fewer units, rates or parities)`);
+    }
+    return rates.flatMap((baudrate) => pars.map((parity) => ({ baudrate, parity })));
+  }
+
+  private async runScan(scan: Scan, from: number, to: number, settings: (LineSettings | undefined)[], identify: boolean): Promise<void> {
     let lastStart = -Infinity;
-    for (let unit = from; unit <= to; unit++) {
-      if (scan.state !== 'RUNNING' || this.closed) return;
-      const wait = lastStart + 1000 / SCAN_RATE - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      if (scan.state !== 'RUNNING' || this.closed) return;
-      lastStart = Date.now();
-      const answered = await this.client.request(unit, { fc: 3, address: 0, quantity: 1 }, this.attended).then(() => true, () => false);
-      // A scan cancelled while its last request was on the wire stays as it was when cancelled.
-      if (scan.state !== 'RUNNING') return;
-      if (answered) {
-        const entry: Scan['found'][number] = { unit };
-        if (identify) entry.identification = await this.identify(String(unit)).catch(() => undefined);
+    for (const line of settings) {
+      for (let unit = from; unit <= to; unit++) {
+        if (scan.state !== 'RUNNING' || this.closed) return;
+        const wait = lastStart + 1000 / SCAN_RATE - Date.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        if (scan.state !== 'RUNNING' || this.closed) return;
+        lastStart = Date.now();
+        const opts = line ? { ...this.attended, line } : this.attended;
+        const outcome = await this.client.request(unit, { fc: 3, address: 0, quantity: 1 }, opts).then(() => 'answered', (err: unknown) => err);
+        // A scan cancelled while its last request was on the wire stays as it was when cancelled.
         if (scan.state !== 'RUNNING') return;
-        scan.found.push(entry);
+        if (outcome instanceof SettingsError && line) {
+          // The port cannot take this combination: its other units are not asked.
+          scan.errors.push({ baudRate: line.baudrate, parity: line.parity, error: outcome.message });
+          scan.done += to - unit + 1;
+          break;
+        }
+        if (outcome === 'answered') {
+          const entry: Scan['found'][number] = line ? { unit, baudRate: line.baudrate, parity: line.parity } : { unit };
+          if (identify) entry.identification = await this.identify(String(unit), line).catch(() => undefined);
+          if (scan.state !== 'RUNNING') return;
+          scan.found.push(entry);
+        }
+        scan.done++;
       }
-      scan.done++;
     }
     if (scan.state === 'RUNNING') scan.state = 'DONE';
   }
@@ -121,7 +165,9 @@ export class ModbusTools implements DriverTools {
   scan(id: string): Record<string, unknown> {
     const s = this.scans.get(id);
     if (!s) throw new ToolError('missing', `Scan not found: ${id.slice(0, 60)}`);
-    return { id: s.id, state: s.state, progress: s.total === 0 ? 1 : s.done / s.total, found: s.found.map((f) => ({ ...f })) };
+    const out: Record<string, unknown> = { id: s.id, state: s.state, progress: s.total === 0 ? 1 : s.done / s.total, found: s.found.map((f) => ({ ...f })) };
+    if (s.errors.length > 0) out.errors = s.errors.map((e) => ({ ...e }));
+    return out;
   }
 
   cancelScan(id: string): Record<string, unknown> {
@@ -214,7 +260,7 @@ export class ModbusTools implements DriverTools {
    * the device's conformity level offers them, each stream read to its end ("more follows"), with
    * at most 256 objects asked for in all.
    */
-  async identify(unitIn: string): Promise<Record<string, unknown>> {
+  async identify(unitIn: string, line?: LineSettings): Promise<Record<string, unknown>> {
     const max = this.config.accessType === 'RTU' ? 247 : 255;
     const min = this.config.accessType === 'RTU' ? 1 : 0;
     const unit = typeof unitIn === 'string' && /^\d{1,3}$/.test(unitIn) ? Number(unitIn) : NaN;
@@ -224,7 +270,7 @@ export class ModbusTools implements DriverTools {
     const readStream = async (readCode: number) => {
       let objectId = 0;
       for (let requests = 0; requests < 256; requests++) {
-        const res = await this.send(unit, { fc: 43, readCode, objectId }, 'reading the device identification');
+        const res = await this.send(unit, { fc: 43, readCode, objectId }, 'reading the device identification', line);
         if (!('objects' in res)) throw new ToolError('device', `unit ${unit} sent a response of the wrong kind`);
         conformity = res.conformity;
         for (const o of res.objects) objects.set(o.id, o.value);
@@ -242,10 +288,10 @@ export class ModbusTools implements DriverTools {
   }
 
   /** One attended request; an exception response or a failed line is a ToolError. */
-  private async send(unitId: number, req: ModbusRequest, what: string): Promise<ModbusResponse> {
+  private async send(unitId: number, req: ModbusRequest, what: string, line?: LineSettings): Promise<ModbusResponse> {
     let res: ModbusResponse;
     try {
-      res = await this.client.request(unitId, req, this.attended);
+      res = await this.client.request(unitId, req, line ? { ...this.attended, line } : this.attended);
     } catch (err) {
       throw new ToolError('device', (err as Error).message);
     }

@@ -3,6 +3,7 @@
 
 import { monotonicNow } from '../../core/clock.js';
 import { timerDelay } from '../../core/timers.js';
+import type { LineSettings } from './config.js';
 
 export interface LineStats {
   /** Request frames written (each attempt counts). */
@@ -39,12 +40,17 @@ export interface Transport {
   /**
    * Sends one request PDU to a unit and resolves with the response PDU (possibly an exception
    * response). Rejects with a TimeoutError, or an Error saying why the line is unusable.
+   * `at`: a serial line sends this one exchange at that rate and parity, then returns to its own
+   * (a scan's sweep); a SettingsError when the port refuses them. Other transports never get it.
    */
-  exchange(unitId: number, pdu: Buffer, timeoutMs: number): Promise<Buffer>;
+  exchange(unitId: number, pdu: Buffer, timeoutMs: number, at?: LineSettings): Promise<Buffer>;
   close(): Promise<void>;
 }
 
 export class TimeoutError extends Error {}
+
+/** The port refused a rate or parity asked for one exchange (nothing was sent). */
+export class SettingsError extends Error {}
 
 /** Reconnect backoff: first retry after 100 ms, doubling, at most 2 s (a dead device costs little). */
 export const BACKOFF_MIN_MS = 100;
