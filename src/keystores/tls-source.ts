@@ -10,7 +10,8 @@ import type { HttpConfig } from '../http/config.js';
 import { serverIdentity } from '../http/listen.js';
 import type { HttpServer } from '../http/server.js';
 import type { KeystoreStore } from './store.js';
-import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls } from '../core/keystore-reference.js';
+import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls, type TlsPart } from '../core/keystore-reference.js';
+import type { Problem } from '../core/schema.js';
 
 /** Reads a TLS key's value: a file, or the keystore entry a `keystore:` value names. */
 export function keystoreTlsReader(store: KeystoreStore): ReadTls {
@@ -65,4 +66,29 @@ export function rotateOnKeystoreChange(u: TlsUsers): () => void {
       u.mqtt.reconnect(`keystore entry ${entry} changed`).catch((err) => u.log.error('mqtt reconnection failed', { entry, error: (err as Error).message }));
     }
   });
+}
+
+/**
+ * `gatewayd check-config`'s word on the keys of `cfg` that name a keystore entry (docs/configuration.md
+ * "Certificates from a keystore"): a warning per key whose keystore, entry or trusted certificates
+ * are not in `store`, or whose entry is of the wrong kind, naming both. Warnings, as for a file not
+ * there yet: a device may be provisioned with references before its entries are made.
+ */
+export function keystoreReferenceProblems(store: KeystoreStore, cfg: { http: object; mqtt: object }): Problem[] {
+  const read = keystoreTlsReader(store);
+  const problems: Problem[] = [];
+  for (const use of keystoreUses(cfg)) {
+    const section = use.key.slice(0, use.key.indexOf('.')) as 'http' | 'mqtt';
+    const value = (cfg[section] as Record<string, string>)[use.key.slice(section.length + 1)];
+    const part: TlsPart = use.key.endsWith('cert') ? 'cert' : use.key.endsWith('key') ? 'key' : 'ca';
+    try {
+      read(value, part);
+    } catch (err) {
+      // What the daemon does meanwhile (docs/configuration.md "Certificates from a keystore").
+      const meanwhile = use.key === 'http.https.truststore' ? 'the client-certificate HTTPS ports stay closed' : section === 'http' ? "HTTPS serves dataDir's self-signed certificate" : 'the broker connection does not connect';
+      const missing = err instanceof KeystoreEntryMissing ? `: ${meanwhile} until it is made` : '';
+      problems.push({ path: use.key, severity: 'warning', message: `${value}: ${(err as Error).message}${missing} (keystores in ${store.dir})` });
+    }
+  }
+  return problems;
 }
