@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import type { Logger } from '../log.js';
 import type { HttpConfig } from '../http/config.js';
-import { serverIdentity } from '../http/listen.js';
+import { openWaitingClientAuth, serverIdentity } from '../http/listen.js';
 import type { HttpServer } from '../http/server.js';
 import type { KeystoreStore } from './store.js';
 import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls, type TlsPart } from '../core/keystore-reference.js';
@@ -39,13 +39,15 @@ export interface TlsUsers {
   read: ReadTls;
   /** The configuration in force (its http and mqtt sections, dataDir). */
   config(): { http: HttpConfig; mqtt: { enabled: boolean }; dataDir: string };
-  http: Pick<HttpServer, 'setTlsIdentity' | 'listeners'>;
+  http: Pick<HttpServer, 'setTlsIdentity' | 'listeners' | 'listen'>;
   mqtt: { reconnect(reason: string): Promise<void> };
   log: Logger;
 }
 
 /** Applies every change of an entry in use to its users; returns the function that stops it. */
 export function rotateOnKeystoreChange(u: TlsUsers): () => void {
+  /** An opening of client-auth ports in progress: one at a time. */
+  let opening: Promise<unknown> = Promise.resolve();
   return u.store.onChange((keystore, alias) => {
     const cfg = u.config();
     const entry = `${keystore}/${alias}`;
@@ -61,6 +63,12 @@ export function rotateOnKeystoreChange(u: TlsUsers): () => void {
         // The listeners keep what they serve; the message names the key and entry, never key material.
         u.log.error('https certificate not reloaded: keeping the one in use', { entry, error: (err as Error).message });
       }
+    }
+    // Client-auth ports that stayed closed for want of a certificate in their truststore's keystore open now.
+    if (users.some((x) => x.key === 'http.https.truststore')) {
+      opening = opening.then(() =>
+        openWaitingClientAuth(u.http, cfg.http, cfg.dataDir, u.log, u.read).catch((err) => u.log.error('client-auth ports not opened', { entry, error: (err as Error).message })),
+      );
     }
     if (cfg.mqtt.enabled && users.some((x) => x.key.startsWith('mqtt.'))) {
       u.mqtt.reconnect(`keystore entry ${entry} changed`).catch((err) => u.log.error('mqtt reconnection failed', { entry, error: (err as Error).message }));
