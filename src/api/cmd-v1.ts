@@ -16,9 +16,16 @@
 // false with 200 when the program exits 0; the same with 500 and stderr as the exception message
 // when it exits otherwise; stdout, stderr and `command.timedout` true, no exit code, with 200 after
 // a timeout. `command.run.async` answers 200 at once, without metrics.
+//
+// A body is a zip file (Kura's KuraCommandRequestPayload.getZipBytes), unpacked into the working
+// directory before the command runs, as Kura's CommandCloudApp does: after the password, bounded
+// (ZIP_LIMITS, the data partition's reserve), existing files replaced, nothing written outside the
+// working directory (no `..` or absolute names, no writing through a link). See unpackZip.
 
 import path from 'node:path';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
 import { nodeCrypto } from '../core/builtin.js';
 import { monotonicNow } from '../core/clock.js';
 import { RequestError, notSupported } from '../core/errors.js';
@@ -28,6 +35,8 @@ import { MAX_ELEMENTS_PER_REQUEST } from '../core/limits.js';
 import type { Logger } from '../log.js';
 import { inside, workingDirectoryOf, type CommandConfig } from '../command/config.js';
 import { CommandRunner, RunnerBusyError, type RunResult } from '../command/runner.js';
+import { ZipArchive, ZipError, type ZipLimits } from '../deploy/zip.js';
+import { ReserveError, spaceMeter } from '../store/reserve.js';
 
 export const CMD_V1 = 'CMD-V1';
 
@@ -62,15 +71,10 @@ class Params {
 
   static async of(req: CoreRequest): Promise<Params> {
     const metrics = new Map((req.metrics ?? []).map((m) => [m.name, m]));
-    // Kura unzips a body into the working directory (KuraCommandRequestPayload.getZipBytes); gatewayd
-    // writes no file for a request, so a body is refused rather than ignored.
-    const zip = () => bad('a body (files to unpack into the working directory) is not supported; copy files with DEPLOY-V2 packages');
-    if (metrics.size > 0) {
-      if ((await req.body().catch(() => null)) !== undefined) throw zip();
-      return new Params(metrics, undefined);
-    }
+    // With metrics, a body is the zip file to unpack (execCommand); without (bare JSON), the parameters.
+    if (metrics.size > 0) return new Params(metrics, undefined);
     const v = await req.body().catch(() => {
-      throw zip();
+      throw bad('the parameters must be metrics, or with the json encoding an object of them');
     });
     if (v === undefined) return new Params(metrics, {});
     if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad('the parameters must be metrics, or with the json encoding an object of them');
@@ -209,6 +213,11 @@ export function commandFamily(settings: CommandSettings, logger: Logger): Family
       env[pair.slice(0, eq)] = pair.slice(eq + 1);
     }
     const cwd = workingDirectory(p.get('command.working.directory', 'STRING'), cfg);
+    const zip = req.metrics?.length && req.payload?.length ? req.payload : undefined;
+    if (zip) {
+      const files = await unpackZip(zip, cwd);
+      log.info('command zip unpacked', { requester, directory: path.relative(fs.realpathSync(settings().dataDir), cwd) || '.', files, bytes: zip.length });
+    }
     const stdin = p.get('command.stdin', 'STRING');
     const asked = p.get('command.timeout', 'INT32');
     const maxS = cfg['command.timeout'];
@@ -273,4 +282,63 @@ function replyOf(program: string, r: RunResult): PayloadReply {
   if (r.exitCode === 0) return new PayloadReply({ metrics });
   // Kura answers a failed command as an error whose message is its stderr; Kapua shows only that.
   return new PayloadReply({ status: 500, metrics: [str('response.exception.message', stderr || `${program} exited with status ${r.exitCode}`), ...metrics] });
+}
+
+/**
+ * Bounds of a command's zip file: as many entries as Kura takes (its `commandZipMaxUploadNumber`,
+ * 1024), and what it unpacks to at most 64 MiB (the request itself is at most 4 MiB: docs/mqtt.md
+ * "Requests too large").
+ */
+const ZIP_LIMITS: Partial<ZipLimits> = { maxEntries: 1024, maxEntrySize: 64 * 1024 * 1024, maxTotalSize: 64 * 1024 * 1024 };
+
+/**
+ * Unpacks `zip` into `cwd` (a real path, links resolved): folders made, files written (replacing
+ * what is there, 0600), nothing outside `cwd`: the reader refuses absolute names and `..`
+ * (src/deploy/zip.ts), every folder written to is checked to be inside `cwd` once its links are
+ * resolved, and a file is never opened through a link (O_NOFOLLOW). 400 naming the fault, with
+ * what was unpacked before it left in place (as Kura's does). Returns the number of files.
+ */
+async function unpackZip(zip: Buffer, cwd: string): Promise<number> {
+  const fail = (why: string) => bad(`command zip: ${why}`);
+  if (zip.length < 4 || zip.readUInt32LE(0) !== 0x04034b50) throw fail('the body is not a zip file (a command takes a zip file to unpack into its working directory as its body)');
+  const tmp = path.join(os.tmpdir(), `gatewayd-cmd-${nodeCrypto().randomBytes(8).toString('hex')}.zip`);
+  let archive: ZipArchive | undefined;
+  let files = 0;
+  try {
+    await fsp.writeFile(tmp, zip, { mode: 0o600, flag: 'wx' });
+    archive = await ZipArchive.open(tmp, ZIP_LIMITS);
+    const wrote = spaceMeter(cwd);
+    for (const entry of archive.entries) {
+      const target = path.resolve(cwd, entry.name);
+      if (target === cwd || !inside(cwd, target)) throw fail(`${JSON.stringify(entry.name)} is outside the working directory`);
+      const dir = entry.isDirectory ? target : path.dirname(target);
+      await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+      // A folder that is (or passes through) a link out of the working directory is not written into.
+      if (!inside(cwd, await fsp.realpath(dir))) throw fail(`${JSON.stringify(entry.name)}: a link leads outside the working directory`);
+      if (entry.isDirectory) continue;
+      let fh: fsp.FileHandle;
+      try {
+        fh = await fsp.open(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, 0o600);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        throw fail(`${JSON.stringify(entry.name)}: ${code === 'ELOOP' ? 'a link is in its place' : code === 'EISDIR' ? 'a folder is in its place' : code ?? (err as Error).message}`);
+      }
+      try {
+        for await (const chunk of archive.chunks(entry)) {
+          wrote(chunk.length);
+          await fh.write(chunk);
+        }
+      } finally {
+        await fh.close();
+      }
+      files++;
+    }
+    return files;
+  } catch (err) {
+    if (err instanceof ZipError || err instanceof ReserveError) throw fail(err.message);
+    throw err;
+  } finally {
+    await archive?.close();
+    await fsp.rm(tmp, { force: true });
+  }
 }

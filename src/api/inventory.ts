@@ -28,7 +28,10 @@ interface Item {
   type: string;
 }
 
-const bundleJson = (b: BundleInfo) => ({ name: b.name, version: b.version, id: b.id, state: b.state, signed: false });
+// `signed`: Kura's is whether the bundle's JAR carries signer certificates (Bundle.getSignerCertificates),
+// a package's whether all its bundles do; here, whether the package's signature was verified with a
+// trust anchor when it was installed (docs/packages.md "Signed packages"). gatewayd itself: false.
+const bundleJson = (b: BundleInfo) => ({ name: b.name, version: b.version, id: b.id, state: b.state, signed: b.signed });
 
 /** The bundle a start or stop names: `name` (a string, required) and `version` (a string, optional). */
 async function bundleRef(req: CoreRequest): Promise<{ name: string; version: string | undefined }> {
@@ -66,7 +69,7 @@ export function inventoryFamilies(deploy: DeploymentService, log: Logger): Famil
     const byName = new Map(bundles().map((b) => [b.name, b]));
     const dps = deploy.list().map((p) => {
       const b = byName.get(p.name);
-      return { name: p.name, version: p.version, bundles: b ? [bundleJson(b)] : [], signed: false };
+      return { name: p.name, version: p.version, bundles: b ? [bundleJson(b)] : [], signed: b?.signed ?? false };
     });
     return JSON.stringify({ deploymentPackages: dps });
   }

@@ -1,6 +1,7 @@
 // The command line (docs/installation.md "The program"): run (default), check-config, passwd,
 // --version.
 
+import path from 'node:path';
 import { createLogger, type Logger } from '../log.js';
 import { VERSION } from '../version.js';
 import { DEFAULT_CONFIG_FILE, errorsOf } from '../configuration/config.js';
@@ -12,6 +13,8 @@ import { builtinDrivers } from '../drivers/builtin.js';
 import { Daemon } from '../daemon.js';
 import { DataDirError } from '../store/datadir.js';
 import { runPasswd } from './passwd.js';
+import { KeystoreStore } from '../keystores/store.js';
+import { keystoreReferenceProblems } from '../keystores/tls-source.js';
 
 interface Args {
   command: 'run' | 'check-config' | 'passwd' | 'config' | 'version' | 'help';
@@ -56,6 +59,8 @@ function checkConfig(file: string): number {
   // The runtime layer's listener settings: whether they can open, and whether the last start could
   // (docs/configuration-v2.md "Listener settings").
   if (loaded.store && errorsOf(problems).length === 0) problems.push(...runtimeListenerProblems(loaded.image, file, loaded.config, loaded.store));
+  // Keys naming a keystore entry: whether dataDir's keystores have it (read only, beside a running daemon).
+  if (loaded.config && errorsOf(problems).length === 0) problems.push(...keystoreReferenceProblems(new KeystoreStore(path.join(loaded.config.dataDir, 'keystores'), createLogger('warn', (line) => process.stderr.write(`${line}\n`)), undefined, false), loaded.config));
   for (const p of problems) {
     const where = p.path ? `${p.path}: ` : '';
     process.stdout.write(`${p.severity === 'warning' ? 'warning' : 'error'}: ${where}${p.message}\n`);

@@ -33,6 +33,8 @@ export interface BundleInfo {
   state: 'ACTIVE' | 'RESOLVED';
   /** The daemon itself, bundle 0: never started or stopped from outside. */
   system: boolean;
+  /** Its package's signature was verified with a trust anchor at install (the daemon's own: false). */
+  signed: boolean;
 }
 
 /** The daemon as bundle 0, as an OSGi framework lists its system bundle first. */
@@ -138,11 +140,11 @@ export class DeploymentService {
   /** Bundle 0 (the daemon, `version`) and each installed package's plug-in, by bundle id. */
   bundles(version: string): BundleInfo[] {
     const active = new Set(this.opts.plugins.active());
-    const list: BundleInfo[] = [{ id: 0, name: SYSTEM_BUNDLE_NAME, version, state: 'ACTIVE', system: true }];
+    const list: BundleInfo[] = [{ id: 0, name: SYSTEM_BUNDLE_NAME, version, state: 'ACTIVE', system: true, signed: false }];
     for (const p of this.store.list()) {
       // A package without code has nothing to run: started unless stopped.
       const running = !p.stopped && (p.extensions.length === 0 || active.has(p.name));
-      list.push({ id: p.bundleId!, name: p.name, version: p.version, state: running ? 'ACTIVE' : 'RESOLVED', system: false });
+      list.push({ id: p.bundleId!, name: p.name, version: p.version, state: running ? 'ACTIVE' : 'RESOLVED', system: false, signed: p.signed === true });
     }
     return list.sort((a, b) => a.id - b.id);
   }

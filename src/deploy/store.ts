@@ -40,6 +40,8 @@ export interface InstalledPackage {
   bundleId?: number;
   /** Its plug-in was stopped (EXEC/stop): it stays stopped across restarts until started or replaced. */
   stopped?: boolean;
+  /** Its signature (src/deploy/signature.ts) was verified with a trust anchor when it was installed. */
+  signed?: boolean;
 }
 
 interface IndexFile {
@@ -54,8 +56,11 @@ export class PackageError extends Error {
   override name = 'PackageError';
 }
 
-/** Checks an archive before anything is extracted (e.g. its signature); throws to refuse it. */
-export type ArchiveCheck = (zip: ZipArchive, manifest: PackageManifest) => Promise<void>;
+/**
+ * Checks an archive before anything is extracted (e.g. its signature); throws to refuse it.
+ * Resolves `{ signed: true }` when it verified the package's signature.
+ */
+export type ArchiveCheck = (zip: ZipArchive, manifest: PackageManifest) => Promise<void | { signed: boolean }>;
 
 export interface PackageStoreOptions {
   dataDir: string;
@@ -169,7 +174,7 @@ export class PackageStore {
         const e = zip.get(ext);
         if (!e || e.isDirectory) throw new PackageError(`Gatewayd-Extension ${ext} is not a file in the package`);
       }
-      await this.opts.check?.(zip, manifest).catch((err) => {
+      const verdict = await this.opts.check?.(zip, manifest).catch((err) => {
         throw asPackageError(err);
       });
 
@@ -189,6 +194,7 @@ export class PackageStore {
         extensions: manifest.extensions,
         installedAt: new Date().toISOString(),
         bundleId: replaced?.bundleId ?? this.nextBundleId,
+        ...(verdict?.signed === true ? { signed: true } : {}),
       };
       // Same name: replaced in place, so the start-up order stays the order of first install.
       const next = replaced ? this.packages.map((p) => (p === replaced ? pkg : p)) : [...this.packages, pkg];

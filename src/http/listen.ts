@@ -49,28 +49,55 @@ export async function openListeners(server: HttpServer, h: HttpConfig, dataDir: 
   if (tlsPorts > 0) {
     material = serverIdentity(h, dataDir, log, read);
     specs.push(...h['https.ports'].map((port) => ({ port, kind: 'https' as const })));
-    if (h['https.client.auth.ports'].length > 0) {
-      const ts = h['https.truststore'];
-      const crl = h['https.truststore.crl'];
-      let revoked: Buffer | undefined;
-      try {
-        revoked = crl ? readCrl(crl) : undefined;
-      } catch (err) {
-        // A revocation list that cannot be used must not let revoked certificates in: fail closed.
-        log.error('client-auth ports not opened: CRL unusable', { ports: h['https.client.auth.ports'].join(','), crl, error: (err as Error).message });
-      }
-      if (crl && !revoked) {
-        // The ports stay closed (logged above).
-      } else if ((material.ca = readTruststore(ts, read)) !== undefined) {
-        material.crl = revoked;
-        specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
-      } else {
-        // A device may be provisioned incompletely (docs/configuration.md "`http`: listeners"): do not stop the daemon for it.
-        log.warn('client-auth ports not opened: truststore missing', { ports: h['https.client.auth.ports'].join(','), truststore: ts });
-      }
+    const trust = h['https.client.auth.ports'].length > 0 ? clientAuthTrust(h, log, read, false) : undefined;
+    if (trust) {
+      Object.assign(material, trust);
+      specs.push(...h['https.client.auth.ports'].map((port) => ({ port, kind: 'client-auth' as const })));
     }
   }
   await server.listen(specs, h['bind.address'], material);
+}
+
+/**
+ * The truststore and revocation list of the client-auth ports; undefined when they stay closed
+ * (logged unless `quiet`): the CRL is unusable (fail closed), or the truststore does not exist yet.
+ */
+function clientAuthTrust(h: HttpConfig, log: Logger, read: ReadTls, quiet: boolean): { ca: Buffer; crl?: Buffer } | undefined {
+  const ports = h['https.client.auth.ports'].join(',');
+  const ts = h['https.truststore'];
+  const crl = h['https.truststore.crl'];
+  let revoked: Buffer | undefined;
+  try {
+    revoked = crl ? readCrl(crl) : undefined;
+  } catch (err) {
+    // A revocation list that cannot be used must not let revoked certificates in: fail closed.
+    log.error('client-auth ports not opened: CRL unusable', { ports, crl, error: (err as Error).message });
+    return undefined;
+  }
+  const ca = readTruststore(ts, read);
+  if (ca === undefined) {
+    // A device may be provisioned incompletely (docs/configuration.md "`http`: listeners"): do not stop the daemon for it.
+    if (!quiet) log.warn('client-auth ports not opened: truststore missing', { ports, truststore: ts });
+    return undefined;
+  }
+  return revoked ? { ca, crl: revoked } : { ca };
+}
+
+/**
+ * Opens the client-auth ports of `h` that stayed closed because their truststore, a keystore
+ * reference, had no certificate yet, once it has one (a certificate added to that keystore:
+ * src/keystores/tls-source.ts), with the certificate the other HTTPS listeners serve. False when
+ * there is nothing to open or it is still missing; throws when a port cannot open.
+ */
+export async function openWaitingClientAuth(server: Pick<HttpServer, 'listen' | 'listeners'>, h: HttpConfig, dataDir: string, log: Logger, read: ReadTls): Promise<boolean> {
+  const ports = h['https.client.auth.ports'];
+  if (ports.length === 0 || !isKeystoreReference(h['https.truststore']) || server.listeners().some((l) => l.clientAuth)) return false;
+  const trust = clientAuthTrust(h, log, read, true);
+  if (!trust) return false;
+  const identity = serverIdentity(h, dataDir, log, read);
+  await server.listen(ports.map((port) => ({ port, kind: 'client-auth' as const })), h['bind.address'], { cert: identity.cert, key: identity.key, ...trust });
+  log.info('client-auth ports opened: their truststore has a certificate now', { ports: ports.join(','), truststore: h['https.truststore'] });
+  return true;
 }
 
 /** The client-auth truststore; undefined when its file or keystore entries do not exist (yet). */

@@ -52,6 +52,8 @@ export class KeystoreStore {
     readonly dir: string,
     private readonly log: Logger,
     readonly names: readonly string[] = DEFAULT_KEYSTORES,
+    /** Remove what interrupted writes left (the daemon); false to only read (`gatewayd check-config` beside a running daemon). */
+    private readonly clean = true,
   ) {}
 
   /** The keystores and their entries, read from dataDir on first use. */
@@ -61,7 +63,7 @@ export class KeystoreStore {
     for (const name of this.names) {
       const entries = new Map<string, Entry>();
       const dir = path.join(this.dir, name);
-      cleanTempFiles(dir);
+      if (this.clean) cleanTempFiles(dir);
       let files: string[] = [];
       try {
         files = fs.readdirSync(dir).filter((f) => f.endsWith('.pem')).sort();

@@ -7,10 +7,11 @@
 import fs from 'node:fs';
 import type { Logger } from '../log.js';
 import type { HttpConfig } from '../http/config.js';
-import { serverIdentity } from '../http/listen.js';
+import { openWaitingClientAuth, serverIdentity } from '../http/listen.js';
 import type { HttpServer } from '../http/server.js';
 import type { KeystoreStore } from './store.js';
-import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls } from '../core/keystore-reference.js';
+import { KeystoreEntryMissing, isKeystoreReference, keystoreUses, parseKeystoreReference, type ReadTls, type TlsPart } from '../core/keystore-reference.js';
+import type { Problem } from '../core/schema.js';
 
 /** Reads a TLS key's value: a file, or the keystore entry a `keystore:` value names. */
 export function keystoreTlsReader(store: KeystoreStore): ReadTls {
@@ -38,7 +39,7 @@ export interface TlsUsers {
   read: ReadTls;
   /** The configuration in force (its http and mqtt sections, dataDir). */
   config(): { http: HttpConfig; mqtt: { enabled: boolean }; connections?: readonly { keyPath: string; config: object }[]; dataDir: string };
-  http: Pick<HttpServer, 'setTlsIdentity' | 'listeners'>;
+  http: Pick<HttpServer, 'setTlsIdentity' | 'listeners' | 'listen'>;
   /** `keys`: the configuration keys naming the entry (`mqtt.tls.cert`, `mqtt.connections.<name>.tls.cert`): the connections to reconnect. */
   mqtt: { reconnect(reason: string, keys: string[]): Promise<void> };
   log: Logger;
@@ -46,6 +47,8 @@ export interface TlsUsers {
 
 /** Applies every change of an entry in use to its users; returns the function that stops it. */
 export function rotateOnKeystoreChange(u: TlsUsers): () => void {
+  /** An opening of client-auth ports in progress: one at a time. */
+  let opening: Promise<unknown> = Promise.resolve();
   return u.store.onChange((keystore, alias) => {
     const cfg = u.config();
     const entry = `${keystore}/${alias}`;
@@ -62,9 +65,40 @@ export function rotateOnKeystoreChange(u: TlsUsers): () => void {
         u.log.error('https certificate not reloaded: keeping the one in use', { entry, error: (err as Error).message });
       }
     }
+    // Client-auth ports that stayed closed for want of a certificate in their truststore's keystore open now.
+    if (users.some((x) => x.key === 'http.https.truststore')) {
+      opening = opening.then(() =>
+        openWaitingClientAuth(u.http, cfg.http, cfg.dataDir, u.log, u.read).catch((err) => u.log.error('client-auth ports not opened', { entry, error: (err as Error).message })),
+      );
+    }
     const mqttKeys = users.filter((x) => x.key.startsWith('mqtt.')).map((x) => x.key);
     if ((cfg.connections !== undefined || cfg.mqtt.enabled) && mqttKeys.length > 0) {
       u.mqtt.reconnect(`keystore entry ${entry} changed`, mqttKeys).catch((err) => u.log.error('mqtt reconnection failed', { entry, error: (err as Error).message }));
     }
   });
+}
+
+/**
+ * `gatewayd check-config`'s word on the keys of `cfg` that name a keystore entry (docs/configuration.md
+ * "Certificates from a keystore"): a warning per key whose keystore, entry or trusted certificates
+ * are not in `store`, or whose entry is of the wrong kind, naming both. Warnings, as for a file not
+ * there yet: a device may be provisioned with references before its entries are made.
+ */
+export function keystoreReferenceProblems(store: KeystoreStore, cfg: { http: object; mqtt: object }): Problem[] {
+  const read = keystoreTlsReader(store);
+  const problems: Problem[] = [];
+  for (const use of keystoreUses(cfg)) {
+    const section = use.key.slice(0, use.key.indexOf('.')) as 'http' | 'mqtt';
+    const value = (cfg[section] as Record<string, string>)[use.key.slice(section.length + 1)];
+    const part: TlsPart = use.key.endsWith('cert') ? 'cert' : use.key.endsWith('key') ? 'key' : 'ca';
+    try {
+      read(value, part);
+    } catch (err) {
+      // What the daemon does meanwhile (docs/configuration.md "Certificates from a keystore").
+      const meanwhile = use.key === 'http.https.truststore' ? 'the client-certificate HTTPS ports stay closed' : section === 'http' ? "HTTPS serves dataDir's self-signed certificate" : 'the broker connection does not connect';
+      const missing = err instanceof KeystoreEntryMissing ? `: ${meanwhile} until it is made` : '';
+      problems.push({ path: use.key, severity: 'warning', message: `${value}: ${(err as Error).message}${missing} (keystores in ${store.dir})` });
+    }
+  }
+  return problems;
 }

@@ -60,8 +60,12 @@ export interface MqttClientOptions {
   log: Logger;
 }
 
-/** Default bound on an incoming packet: requests are JSON of a few KB; 4 MiB leaves ample room. */
-export const MAX_PACKET_BYTES = 4 * 1024 * 1024;
+/**
+ * Default bound on an incoming packet: 1 MiB above the request bound (MAX_REQUEST_BYTES in
+ * src/mqtt/envelope.ts), so that a request somewhat too large is still read and answered 400
+ * instead of being skipped without a reply (docs/mqtt.md "Requests too large").
+ */
+export const MAX_PACKET_BYTES = 5 * 1024 * 1024;
 
 /**
  * Splits the broker's byte stream at packet boundaries using only the fixed header (type byte and

@@ -19,7 +19,7 @@
 
 import { mqttResponseCode } from '../core/errors.js';
 import type { PayloadEncoding } from './config.js';
-import { decodeKuraPayload, encodeKuraPayloadForWire, encodeKuraPayloadGzippedBody, findMetric, gunzippedBody, type GzippedBody, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { HEAD_BYTES, decodeKuraPayload, decodeKuraPayloadHead, encodeKuraPayloadForWire, encodeKuraPayloadGzippedBody, findMetric, gunzippedBody, type GzippedBody, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from './simple-json-payload.js';
 
 export interface MqttRequest {
@@ -68,6 +68,13 @@ export type Parsed =
   /** `refused`: a request over a decoding bound, answered with `response` instead of being served. */
   | { ok: false; ignore: boolean; reason: string; refused?: { request: MqttRequest; response: MqttResponse } };
 
+/**
+ * A request payload beyond this is not served: it is answered 400 `Request too large` when its
+ * requester and request id can be read without reading it whole (docs/mqtt.md "Requests too
+ * large"); the client reads packets up to MAX_PACKET_BYTES (src/mqtt/client.ts), a little more.
+ */
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
 /** A topic level a reply can be published to: non-empty, no separator or wildcard [MQTT-4.7.1]. */
 const TOPIC_LEVEL = /^[^/+#\u0000]+$/;
 
@@ -103,19 +110,24 @@ export class Envelope {
     while (app.length > 0 && app[app.length - 1] === '') app = app.slice(0, -1);
     if (app.length === 0) return { ok: false, ignore: false, reason: 'no method in topic' };
 
+    const tooLarge = payload.length > MAX_REQUEST_BYTES ? `${payload.length} bytes, the limit is ${MAX_REQUEST_BYTES}` : undefined;
+
     if (o.encoding === 'json') {
       if (app.length < 3) return { ok: false, ignore: false, reason: 'bare-JSON request without <requester>/<request-id> topic levels' };
       const requestId = app[app.length - 1]!;
       const requester = app[app.length - 2]!;
       if (!TOPIC_LEVEL.test(requester) || !TOPIC_LEVEL.test(requestId)) return { ok: false, ignore: false, reason: 'empty requester or request id' };
-      return {
-        ok: true,
-        request: { appId, method: app[0]!, resources: app.slice(1, -2), requester, requestId, body: payload.length > 0 ? payload : undefined, metrics: [] },
-      };
+      const request: MqttRequest = { appId, method: app[0]!, resources: app.slice(1, -2), requester, requestId, body: payload.length > 0 ? payload : undefined, metrics: [] };
+      if (tooLarge) return { ok: false, ignore: false, reason: `payload of ${tooLarge}`, refused: { request: { ...request, body: undefined }, response: { code: 413, message: `Request too large: ${tooLarge}` } } };
+      return { ok: true, request };
     }
 
     let kp: KuraPayload;
-    if (o.encoding === 'simple-json') {
+    if (tooLarge) {
+      // Only the head is read (HEAD_BYTES): a simple-json payload cannot be read in part.
+      if (o.encoding === 'simple-json') return { ok: false, ignore: false, reason: `simple-json payload of ${tooLarge} (not read)` };
+      kp = decodeKuraPayloadHead(payload, tooLarge);
+    } else if (o.encoding === 'simple-json') {
       kp = decodeSimpleJsonPayload(payload);
     } else {
       const d = decodeKuraPayload(payload);
@@ -126,6 +138,7 @@ export class Envelope {
     const requestId = stringMetric(kp, 'request.id');
     const requester = stringMetric(kp, 'requester.client.id');
     if (requestId === undefined || requester === undefined) {
+      if (tooLarge) return { ok: false, ignore: false, reason: `payload of ${tooLarge}, without string metrics request.id and requester.client.id in its first ${HEAD_BYTES} bytes` };
       return { ok: false, ignore: false, reason: 'request without string metrics request.id and requester.client.id' };
     }
     if (!TOPIC_LEVEL.test(requester) || !TOPIC_LEVEL.test(requestId)) {
@@ -133,7 +146,7 @@ export class Envelope {
     }
     const body = kp.body && kp.body.length > 0 ? kp.body : undefined;
     const request: MqttRequest = { appId, method: app[0]!, resources: app.slice(1), requester, requestId, body, metrics: kp.metrics };
-    // Over a decoding bound (MAX_INFLATED_BYTES, MAX_METRICS, docs/mqtt.md "ASSET-V1"): answered 413, not served.
+    // Over a decoding bound (MAX_REQUEST_BYTES, MAX_INFLATED_BYTES, MAX_METRICS, docs/mqtt.md "ASSET-V1"): answered 413, not served.
     if (kp.refused) return { ok: false, ignore: false, reason: kp.refused, refused: { request, response: { code: 413, message: `Request too large: ${kp.refused}` } } };
     return { ok: true, request };
   }

@@ -74,6 +74,13 @@ export function familyApplication(family: Family, log: Logger): MqttApplication 
 const zlib = lazyBuiltin<typeof import('node:zlib')>('node:zlib');
 /** Text handed to the compressor at once: few calls, little held. */
 const BATCH = 64 * 1024;
+/**
+ * zlib's level 3, the last of the levels zlib deflates with greedy matching (4 to 9 match lazily):
+ * on the XML of every configuration of 100 assets of 50 Modbus channels (24 MB) it deflated in about
+ * a third of the CPU of the default level 6 for a third more bytes (1.0 MB instead of 0.8 MB; levels
+ * 1 and 2 were no faster and larger), measured by hand with node:zlib on this XML.
+ */
+const GZIP_LEVEL = 3;
 
 /**
  * A reply made in pieces, compressed while it is made (gzip in the thread pool, while the next
@@ -81,7 +88,7 @@ const BATCH = 64 * 1024;
  * passes MAX_COMPRESSED_REPLY_BYTES. Waiting for the compressor lets other requests be served meanwhile.
  */
 async function compress(reply: TextPieces): Promise<GzippedBody> {
-  const gz = zlib().createGzip();
+  const gz = zlib().createGzip({ level: GZIP_LEVEL });
   const out: Buffer[] = [];
   let size = 0;
   let length = 0;

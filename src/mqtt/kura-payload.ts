@@ -511,6 +511,22 @@ function inflatedStart(buf: Buffer): Buffer {
   return Buffer.alloc(0);
 }
 
+/** Of a payload too large to serve, at most this much is read for its metrics (inflated, when gzipped). */
+export const HEAD_BYTES = 64 * 1024;
+
+/**
+ * The metrics at the start of a payload too large to serve, so that it can be refused with a reply:
+ * the fields up to the body or up to HEAD_BYTES, whichever comes first (of a gzipped payload, what
+ * its first 64 KiB inflate to, at most 256 KiB: see inflatedStart); `refused` is `reason`. Protobuf
+ * encoders write fields in field-number order, metrics (5000) before the body (5001), so
+ * `request.id` and `requester.client.id` are there unless a sender put them after the body.
+ */
+export function decodeKuraPayloadHead(buf: Buffer, reason: string): KuraPayload {
+  const head = isGzip(buf) ? inflatedStart(buf).subarray(0, HEAD_BYTES) : buf.subarray(0, HEAD_BYTES);
+  const r = decodeKuraPayloadRaw(head, reason);
+  return r.ok ? r.value : { metrics: [], refused: reason };
+}
+
 /**
  * Decodes an MQTT payload: gunzips it first when it looks like gzip (Kura's CloudPayloadProtoBufDecoder
  * does the same), then protobuf. Never throws. A payload over MAX_INFLATED_BYTES or MAX_METRICS

@@ -63,8 +63,6 @@ export interface MqttServiceOptions {
 const WINDOW = 32;
 /** ASSET-V1 requests being served at once; more are dropped (and logged) rather than queued. */
 const MAX_CONCURRENT_REQUESTS = 256;
-/** A request body beyond this is not parsed (a JSON array of asset names is a few KB at most). */
-const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 /** How long the reply to a request that made the daemon reconnect waits for the new connection. */
 const REPLY_AFTER_RECONNECT_MS = 10_000;
 /** Keys applied to a running connection (their values here only blank them out for a comparison). */
@@ -425,10 +423,7 @@ export class MqttService implements MqttConnection {
   }
 
   private onMessage(client: MqttClient, envelope: Envelope, topic: string, payload: Buffer): void {
-    if (payload.length > MAX_REQUEST_BYTES) {
-      this.log.warn('MQTT request dropped: payload too large', { topic, bytes: payload.length, limit: MAX_REQUEST_BYTES });
-      return;
-    }
+    // A payload over MAX_REQUEST_BYTES is refused by the envelope (src/mqtt/envelope.ts) with a reply when it can be.
     if (this.activeRequests >= MAX_CONCURRENT_REQUESTS) {
       this.log.warn('MQTT request dropped: too many requests in progress', { topic, limit: MAX_CONCURRENT_REQUESTS });
       return;

@@ -47,7 +47,7 @@ export const FOLDER_TABLE: Record<string, readonly string[]> = {
   console: ['core', 'http', 'log.ts'],
   // the daemon, assembled from all of the above; the command line that starts it
   'daemon.ts': ['core', 'log.ts', 'version.ts', 'channels', 'drivers', 'store', 'http', 'assets', 'plugins', 'auth', 'deploy', 'mqtt', 'command', 'configuration', 'keystores', 'api', 'console'],
-  cli: ['daemon.ts', 'configuration', 'auth', 'drivers', 'store', 'log.ts', 'version.ts'],
+  cli: ['daemon.ts', 'configuration', 'auth', 'drivers', 'keystores', 'store', 'log.ts', 'version.ts'],
 };
 
 function sourceGraph(dir: string): Map<string, string[]> {

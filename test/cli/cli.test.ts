@@ -4,6 +4,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { ensureBundle, runCli, startDaemon, ROOT } from '../helpers/daemon.js';
 import { BUNDLE_LIMIT } from '../../build/bundle-limit.mjs';
 
@@ -71,6 +72,34 @@ t.test('check-config: malformed JSON and missing file are errors, missing TLS fi
   const r3 = runCli(['check-config', '--config', write('warn.json', { http: { 'https.ports': [8443], 'https.client.auth.ports': [8444], 'https.truststore': 'missing-ca.pem' } })]);
   t.equal(r3.status, 0, r3.stdout);
   t.match(r3.stdout, /warning: http\.https\.truststore: file not found/);
+});
+
+t.test('check-config: keystore references are checked against dataDir\'s keystores, each missing one named', async (t) => {
+  const dataDir = path.join(tmp, 'ks-data');
+  const ks = (name: string) => fs.mkdirSync(path.join(dataDir, 'keystores', name), { recursive: true });
+  ks('HttpsKeystore');
+  ks('SSLKeystore');
+  const key = path.join(tmp, 'ks.key');
+  const cert = path.join(tmp, 'ks.crt');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-subj', '/CN=gw', '-days', '2'], { stdio: 'ignore' });
+  fs.writeFileSync(path.join(dataDir, 'keystores', 'HttpsKeystore', 'server.pem'), fs.readFileSync(key, 'utf8') + fs.readFileSync(cert, 'utf8'));
+  fs.copyFileSync(cert, path.join(dataDir, 'keystores', 'SSLKeystore', 'ca.pem'));
+  const f = write('ks.json', {
+    dataDir,
+    http: { 'https.keystore.cert': 'keystore:HttpsKeystore/server', 'https.keystore.key': 'keystore:HttpsKeystore/gone', 'https.truststore': 'keystore:HttpsKeystore' },
+    mqtt: { 'tls.ca': 'keystore:SSLKeystore/ca', 'tls.cert': 'keystore:SSLKeystore/ca', 'tls.key': 'keystore:Nope/x' },
+  });
+  const r = runCli(['check-config', '--config', f]);
+  t.equal(r.status, 0, 'warnings only: a device may be provisioned after its configuration');
+  const warnings = r.stdout.split('\n').filter((l) => l.startsWith('warning: '));
+  t.match(warnings, [
+    /^warning: http\.https\.keystore\.key: keystore:HttpsKeystore\/gone: keystore entry HttpsKeystore\/gone does not exist: HTTPS serves dataDir's self-signed certificate until it is made \(keystores in .*ks-data\/keystores\)$/,
+    /^warning: http\.https\.truststore: keystore:HttpsKeystore: keystore HttpsKeystore has no trusted certificate: the client-certificate HTTPS ports stay closed until it is made/,
+    /^warning: mqtt\.tls\.cert: keystore:SSLKeystore\/ca: keystore entry SSLKeystore\/ca is a trusted certificate: a certificate chain needs a private key entry/,
+    /^warning: mqtt\.tls\.key: keystore:Nope\/x: keystore "Nope" does not exist: the keystores are HttpsKeystore, SSLKeystore/,
+  ]);
+  t.equal(warnings.length, 4, 'the entries that exist and fit are not mentioned');
+  t.same(fs.readdirSync(path.join(dataDir, 'keystores', 'HttpsKeystore')), ['server.pem'], 'nothing written');
 });
 
 t.test('GATEWAYD_CONFIG names the file when --config is absent', async (t) => {

@@ -52,7 +52,7 @@ export class KapuaRequester {
   }
 
   /** `METHOD/resources…` of application `app` on `device`, with `body`; undefined when no reply comes within `wait` ms. */
-  async ask(device: string, app: string, methodResources: string, body?: string | Buffer, opts: { wait?: number; requestId?: string; metrics?: KuraMetric[] } = {}): Promise<KapuaReply | undefined> {
+  async ask(device: string, app: string, methodResources: string, body?: string | Buffer, opts: { wait?: number; requestId?: string; metrics?: KuraMetric[]; payload?: Buffer } = {}): Promise<KapuaReply | undefined> {
     const requestId = opts.requestId ?? negativeRequestId();
     const replyTopic = `$EDC/${this.account}/${this.id}/${app}/REPLY/${requestId}`;
     await this.client.subscribe(replyTopic, 1);
@@ -60,7 +60,8 @@ export class KapuaRequester {
       { name: 'requester.client.id', type: 'STRING', value: this.id },
       { name: 'request.id', type: 'STRING', value: requestId },
     ];
-    const payload = encodeKuraPayload({ metrics, body: body === undefined ? undefined : Buffer.from(body) });
+    // `payload`: sent as it is instead (a payload made by hand: gzipped, fields out of order, …).
+    const payload = opts.payload ?? encodeKuraPayload({ metrics, body: body === undefined ? undefined : Buffer.from(body) });
     await this.client.publish(`$EDC/${this.account}/${device}/${app}/${methodResources}`, payload, { qos: 0 });
     try {
       await until(() => this.replies.has(replyTopic), opts.wait ?? 10_000, `reply on ${replyTopic}`);

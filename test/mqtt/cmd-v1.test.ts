@@ -13,6 +13,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
+import { buildZip } from '../helpers/dp.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { until, watchBirths } from '../helpers/mqtt-fixture.js';
 import { CLOUD, DAEMON_SECRET, ENV_SECRET, Kapua, PASSWORD, PID, STDIN_SECRET, ACCOUNT, DEVICE, alive, command, s, type Reply } from '../helpers/kapua-command.js';
@@ -245,11 +246,58 @@ t.test('CMD-V1 as Kapua drives it', mosquittoSkip(), async (t) => {
     t.equal(noCmd.metrics['response.code'], 400);
     t.match(noCmd.metrics['response.exception.message'], /command\.command is required/);
     const zip = await kapua.send('EXEC/command', command('true', [], { password: PASSWORD }), { body: Buffer.from('PK\u0003\u0004zip') });
-    t.equal(zip!.metrics['response.code'], 400, 'a zip body is refused, not ignored');
+    t.same([zip!.metrics['response.code'], zip!.metrics['command.exit.code']], [400, undefined], 'a broken zip body is refused, and nothing runs');
+    t.match(zip!.metrics['response.exception.message'], /^Bad request\. command zip: /);
     t.equal((await kapua.send('EXEC/other', command('true', [], { password: PASSWORD })))!.metrics['response.code'], 404);
     t.equal((await kapua.send('EXEC/command/x', command('true', [], { password: PASSWORD })))!.metrics['response.code'], 400);
     t.equal((await kapua.send('GET/command', command('true', [], { password: PASSWORD })))!.metrics['response.code'], 500);
     t.ok(kapua.topics.every((x) => /^\$EDC\/acct\/KapuaPool-\d+-\d+\/CMD-V1\/REPLY\/-?\d+$/.test(x)), 'every reply on a 6-level REPLY topic');
+  });
+
+  await t.test("a zip body is unpacked into the working directory before the command runs (Kura's command.zip)", async (t) => {
+    const cwd = path.join(d.dataDir, 'command');
+    const withZip = (entries: { name: string; data: string }[], args: string[], o: { password?: string; dir?: string } = {}) =>
+      kapua.send('EXEC/command', command('sh', args, { password: o.password ?? PASSWORD, dir: o.dir }), { body: buildZip(entries) });
+    const ok = await withZip([{ name: 'job/', data: '' }, { name: 'job/run.sh', data: 'echo unpacked; cat job/data/a.txt' }, { name: 'job/data/a.txt', data: 'hello' }], ['job/run.sh']);
+    t.same([ok!.metrics['response.code'], ok!.metrics['command.stdout'], ok!.metrics['command.exit.code']], [200, 'unpacked\nhello', 0], 'unpacked, then run');
+    t.equal(fs.readFileSync(path.join(cwd, 'job/data/a.txt'), 'utf8'), 'hello');
+    t.equal(fs.statSync(path.join(cwd, 'job/data/a.txt')).mode & 0o777, 0o600, 'files are the daemon\'s alone');
+    const again = await withZip([{ name: 'job/data/a.txt', data: 'again' }], ['-c', 'cat job/data/a.txt']);
+    t.equal(again!.metrics['command.stdout'], 'again', 'a file already there is replaced, as Kura does');
+    fs.mkdirSync(path.join(cwd, 'sub'), { recursive: true });
+    const inSub = await withZip([{ name: 'x.txt', data: 'in sub' }], ['-c', 'cat x.txt'], { dir: 'sub' });
+    t.equal(inSub!.metrics['command.stdout'], 'in sub', 'into the working directory the request names');
+
+    const outside = path.join(d.dir, 'outside');
+    fs.mkdirSync(outside, { recursive: true });
+    fs.symlinkSync(outside, path.join(cwd, 'out-link'));
+    fs.writeFileSync(path.join(outside, 'target.txt'), 'untouched');
+    fs.symlinkSync(path.join(outside, 'target.txt'), path.join(cwd, 'file-link'));
+    const refused: [string, { name: string; data: string }[], RegExp][] = [
+      ['a parent reference', [{ name: '../escaped.txt', data: 'x' }], /command zip: .*parent folder reference/],
+      ['an absolute name', [{ name: '/tmp/gatewayd-cmd-abs.txt', data: 'x' }], /command zip: .*absolute path/],
+      ['through a linked folder', [{ name: 'out-link/escaped.txt', data: 'x' }], /command zip: "out-link\/escaped.txt": a link leads outside the working directory/],
+      ['onto a link to a file', [{ name: 'file-link', data: 'x' }], /command zip: "file-link": a link is in its place/],
+    ];
+    for (const [what, entries, re] of refused) {
+      const r = await withZip(entries, ['-c', 'echo ran']);
+      t.equal(r!.metrics['response.code'], 400, what);
+      t.match(r!.metrics['response.exception.message'], re, what);
+      t.notOk('command.stdout' in r!.metrics, `${what}: the command did not run`);
+    }
+    t.same(fs.readdirSync(outside).sort(), ['target.txt'], 'nothing written outside');
+    t.equal(fs.readFileSync(path.join(outside, 'target.txt'), 'utf8'), 'untouched');
+    t.notOk(fs.existsSync(path.join(d.dataDir, 'escaped.txt')));
+    t.notOk(fs.existsSync('/tmp/gatewayd-cmd-abs.txt'));
+
+    const notZip = await kapua.send('EXEC/command', command('true', [], { password: PASSWORD }), { body: Buffer.from('hello') });
+    t.match(notZip!.metrics['response.exception.message'], /command zip: the body is not a zip file/);
+    const many = await withZip(Array.from({ length: 1025 }, (_, i) => ({ name: `f${i}`, data: '' })), ['-c', 'echo ran']);
+    t.match(many!.metrics['response.exception.message'], /command zip: too many entries: 1025 \(limit 1024\)/, 'bounded as Kura bounds it');
+    const wrong = await withZip([{ name: 'nope.txt', data: 'x' }], ['-c', 'true'], { password: 'wrong' });
+    t.match(wrong!.metrics['response.exception.message'], /Password required/);
+    t.notOk(fs.existsSync(path.join(cwd, 'nope.txt')), 'nothing unpacked before the password is checked');
+    t.ok(d.logs.some((l) => /msg="command zip unpacked" .*files=2/.test(l)), 'logged with the number of files');
   });
 
   await t.test('concurrency is bounded; an asynchronous run answers at once and is logged when it ends', async (t) => {

@@ -36,11 +36,8 @@ export function* configurationDtos(shown: Iterable<Shown>, raw: Raw, registry: D
   }
 }
 
-/** The AD of a channel property, as ocdDto writes `{ ...ad, id: <ch>#<id>, name: <ch>#<id> }`. */
-function channelAdOf(a: AttributeDef): (ch: string) => AdDto {
-  const template = ocdDto({ id: '', name: '', ads: [{ ...a }] }).ad![0] as AdDto;
-  return (ch) => ({ ...template, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` });
-}
+/** The AD of a channel property without its channel, as ocdDto writes it (the writer puts `<ch>#` before id and name). */
+const channelAd = (a: AttributeDef): AdDto => ({ ...(ocdDto({ id: '', name: '', ads: [{ ...a }] }).ad![0] as AdDto), id: a.id, name: a.id });
 
 function assetDto(c: AssetSource, def: AssetDefinition, definition: boolean): ConfigurationDto {
   const all = () => true; // the entries' channels are the asset's own
@@ -49,11 +46,8 @@ function assetDto(c: AssetSource, def: AssetDefinition, definition: boolean): Co
     definition: definition
       ? {
           ...ASSET_OCD,
-          ad: (function* () {
-            yield* (ocdDto({ ...ASSET_OCD, ads: [...def.ads([])] }).ad ?? []) as AdDto[];
-            const made = def.channelAds.map(channelAdOf);
-            for (const ch of c.channels()) for (const m of made) yield m(ch);
-          })(),
+          ad: (ocdDto({ ...ASSET_OCD, ads: [...def.ads([])] }).ad ?? []) as AdDto[],
+          channelAds: { ads: def.channelAds.map(channelAd), channels: c.channels() },
         }
       : undefined,
     properties: (function* (): Generator<[string, PropertyDto | undefined]> {

@@ -107,6 +107,12 @@ export interface OcdDto {
   description?: string;
   /** Any iterable: an asset's ADs may be made one at a time while they are written. */
   ad?: Iterable<AdDto>;
+  /**
+   * ADs repeated for each of `channels` after `ad`: for channel `ch`, every AD of `ads` with id and
+   * name `<ch>#<id>` (an asset's channel properties). The same markup as those ADs given in `ad`,
+   * made from one copy of the group per document with each channel's name put in its places.
+   */
+  channelAds?: { ads: readonly AdDto[]; channels: Iterable<string> };
   icon?: IconDto[];
 }
 export interface ConfigurationDto {
@@ -218,7 +224,7 @@ function writeProperty(w: XmlWriter, pid: string, name: string, p: PropertyDto, 
         w.close();
         const [head, rest] = w.take().split(NAME_MARK);
         const [middle, tail] = rest.split(VALUE_MARK);
-        shapes.set(shape, (made = [head, middle, tail]));
+        shapes.set(shape, (made = [oneByte(head), oneByte(middle), oneByte(tail)]));
         w.append(before);
       }
       if (made) {
@@ -260,6 +266,16 @@ function writePropertyElement(w: XmlWriter, pid: string, name: string, p: Proper
 // XML 1.0 allows and no attribute escaping changes).
 const ID_MARK = '\uE000id\uE000';
 const NAME_MARK = '\uE000name\uE000';
+const CHANNEL_MARK = '\uE000channel\uE000';
+
+/**
+ * `s` as a string of one byte per character when all its characters fit one: the pieces split from
+ * markup that held a mark (U+E000 and up) are two-byte strings in V8, and so is all text they are
+ * joined into, which then costs about twice as much to encode as UTF-8 before it is compressed.
+ */
+function oneByte(s: string): string {
+  return /^[\0-\xff]*$/.test(s) ? Buffer.from(s, 'latin1').toString('latin1') : s;
+}
 
 /** Shapes kept per document: an asset repeats a few; many distinct ones are written one by one. */
 const MAX_SHAPES = 512;
@@ -317,7 +333,7 @@ function writeOcd(w: XmlWriter, pid: string, o: OcdDto, shapes: Map<string, [str
           const text = w.take();
           const [head, rest] = text.split(ID_MARK);
           const [middle, tail] = rest.split(NAME_MARK);
-          shapes.set(shape, (made = [head, middle, tail]));
+          shapes.set(shape, (made = [oneByte(head), oneByte(middle), oneByte(tail)]));
           w.append(before);
         }
         if (made) w.append(made[0] + escapeXmlAttribute(a.id) + made[1] + escapeXmlAttribute(a.name ?? a.id) + made[2]);
@@ -326,6 +342,45 @@ function writeOcd(w: XmlWriter, pid: string, o: OcdDto, shapes: Map<string, [str
         about(pid, `definition ${a.id}`, err);
       }
       if (w.pendingLength() >= PIECE) yield w.take();
+    }
+    if (o.channelAds && o.channelAds.ads.length > 0) {
+      // The group's markup once (at the first channel), with CHANNEL_MARK where each channel's name
+      // goes; then per channel the parts joined by its escaped name (`<ch>#<id>` escapes as the
+      // escaped name, `#`, the escaped id: escaping is per character).
+      const ads = o.channelAds.ads;
+      const group = (ch: string) => {
+        for (const a of ads) {
+          const type = typeOf(a.type);
+          try {
+            if (!type) throw new XmlError(`unknown type ${JSON.stringify(a.type)}`);
+            if (typeof a.id !== 'string' || a.id === '') throw new XmlError('no id');
+            writeAd(w, { ...a, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` }, type);
+          } catch (err) {
+            about(pid, `definition ${ch === CHANNEL_MARK ? '<channel>' : ch}#${a.id}`, err);
+          }
+        }
+      };
+      let parts: string[] | undefined;
+      for (const ch of o.channelAds.channels) {
+        if (!parts) {
+          const before = w.take();
+          group(CHANNEL_MARK);
+          parts = w.take().split(CHANNEL_MARK).map(oneByte);
+          w.append(before);
+        }
+        // Two places per AD; a definition whose own texts hold the mark is written channel by channel.
+        if (parts.length !== 2 * ads.length + 1) group(ch);
+        else {
+          let name: string;
+          try {
+            name = escapeXmlAttribute(ch);
+          } catch (err) {
+            return about(pid, `definition ${ch}#${ads[0].id}`, err);
+          }
+          w.append(parts.join(name));
+        }
+        if (w.pendingLength() >= PIECE) yield w.take();
+      }
     }
     for (const icon of o.icon ?? []) w.leaf('ocd:Icon', [['resource', icon.resource], ['size', icon.size]]);
     w.close();
