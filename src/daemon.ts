@@ -16,7 +16,8 @@ import { DriverPool } from './assets/driver-pool.js';
 import { AuthLayer } from './auth/layer.js';
 import { mountSessionApi } from './api/session.js';
 import { MqttService } from './mqtt/service.js';
-import { MqttClient } from './mqtt/client.js';
+import { MqttClient, type MqttClientOptions } from './mqtt/client.js';
+import { SparkplugEdgeNode } from './mqtt/sparkplug/edge-node.js';
 import { TelemetryOutbox } from './mqtt/telemetry-outbox.js';
 import { Telemetry } from './mqtt/telemetry.js';
 import { MqttApplications } from './mqtt/applications.js';
@@ -126,7 +127,12 @@ export class Daemon {
     // MQTT parts are built here (status for system/v1); the service connects after the listeners open.
     const outbox = new TelemetryOutbox({ dir: path.join(cfg.dataDir, 'mqtt'), maxMessages: cfg.mqtt['outbox.max.messages'], maxBytes: cfg.mqtt['outbox.max.bytes'], log: log.child({ component: 'mqtt' }) });
     const telemetry = new Telemetry({ assets: this.assets, log, publish: (pid, records) => mqtt.publishTelemetry(pid, records) });
-    const mqtt = new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client: (o) => new MqttClient(o), log, readTls: this.readTls });
+    // `type: sparkplug`: a Sparkplug B edge node instead (docs/mqtt.md "Sparkplug B"); the type applies from the next start.
+    const client = (o: MqttClientOptions) => new MqttClient(o);
+    const mqtt =
+      cfg.mqtt.type === 'sparkplug'
+        ? new SparkplugEdgeNode({ config: cfg.mqtt, outbox, telemetry, assets: this.assets, client, log, dataDir: cfg.dataDir, readTls: this.readTls })
+        : new MqttService({ config: cfg.mqtt, applications: this.applications, outbox, telemetry, client, log, readTls: this.readTls });
     // Keystore entries named by the listeners and the broker connection take effect when they change.
     rotateOnKeystoreChange({ store: this.keystores, read: this.readTls, config: () => this.config, http, mqtt, log });
     mountConsole(http, { enabled: () => this.config.console['console.enabled'], log });

@@ -3,7 +3,7 @@
 import type { Problem } from '../core/schema.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../core/schema.js';
+import { arrayOf, bool, duration, num, oneOf, problem, section, str, warning } from '../core/schema.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -31,12 +31,25 @@ export interface MqttConfig {
   'requester.permissions': string[];
   /** MQTT application ids not served on this connection (nor announced in its BIRTH). */
   'applications.disabled': string[];
+  /** `kura` (KuraPayload, Kura's topics and applications) or `sparkplug` (a Sparkplug B 3.0 edge node, docs/mqtt.md "Sparkplug B"). */
+  type: ConnectionType;
+  /** Sparkplug group id; required with type sparkplug. */
+  'sparkplug.group.id': string;
+  /** Sparkplug edge node id; '' = the client-id. */
+  'sparkplug.edge.node.id': string;
+  /** The primary host application's id; '' = no primary host awareness. */
+  'sparkplug.primary.host.id': string;
 }
+
+export const CONNECTION_TYPES = ['kura', 'sparkplug'] as const;
+export type ConnectionType = (typeof CONNECTION_TYPES)[number];
 
 // MQTT topic levels must not contain wildcards or separators.
 const LEVEL = /^[^/#+\u0000]+$/;
 // Permission names as identities carry them (docs/configuration.md "identities").
 const PERMISSION = /^(kura\.admin|rest\.[A-Za-z0-9_.-]+|[A-Za-z0-9_.-]+)$/;
+
+const SPARKPLUG_ID = { pattern: /^[^/#+\u0000-\u001f\u007f-\u009f]*$/, patternHint: 'must be one topic level, without / # + or control characters' };
 
 /** docs/configuration.md "mqtt": 16 MiB fits beside the rest of dataDir on a small data partition. */
 export const DEFAULT_OUTBOX_MAX_BYTES = 16 * 1024 * 1024;
@@ -63,6 +76,11 @@ export const mqttSection = section<MqttConfig>({
   'encode.gzip': [bool, true],
   'requester.permissions': [arrayOf(str({ pattern: PERMISSION, patternHint: 'not a permission name' }), { unique: true }), ['kura.admin']],
   'applications.disabled': [arrayOf(str({ pattern: LEVEL, patternHint: 'not an MQTT application id (a topic level: non-empty, without / # +)' }), { unique: true }), []],
+  type: [oneOf(CONNECTION_TYPES), 'kura'],
+  // Sparkplug ids: one topic level each, without + / # or control characters (Sparkplug 3.0, tck-id-topic-structure-namespace-valid-*).
+  'sparkplug.group.id': [str(SPARKPLUG_ID), ''],
+  'sparkplug.edge.node.id': [str(SPARKPLUG_ID), ''],
+  'sparkplug.primary.host.id': [str(SPARKPLUG_ID), ''],
 });
 
 export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: MqttConfig; problems: Problem[] } {
@@ -78,6 +96,9 @@ export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: Mq
   }
   if (value.enabled && /^(mqtts|ssl|tls):/.test(value['broker-url']) === false && (value['tls.ca'] || value['tls.cert'])) {
     warning(problems, `${keyPath}.broker-url`, 'TLS files are configured but the broker URL is not mqtts://');
+  }
+  if (value.type === 'sparkplug' && value['sparkplug.group.id'] === '') {
+    problem(problems, `${keyPath}.sparkplug.group.id`, 'required when type is sparkplug');
   }
   return { value, problems };
 }

@@ -17,7 +17,6 @@
 // requests"); those two and the outbox bounds change without reconnecting.
 // Encoded as KuraPayload protobuf with `kura-protobuf`, as simple-json with the two JSON encodings.
 
-import fs from 'node:fs';
 import type { ChannelRecord } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { MqttApplications, RequesterPolicy } from './applications.js';
@@ -25,6 +24,7 @@ import { Envelope, type Reply } from './envelope.js';
 import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } from './client.js';
 import type { MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { readTlsFiles, type TlsMaterial } from './tls-files.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
 import type { TelemetryOutbox } from './telemetry-outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
@@ -234,20 +234,8 @@ export class MqttService {
     return l[2] === c['client-id'] || l[4] === 'REPLY' || (l[4] === 'NOTIFY' && l[5] === c['client-id']);
   }
 
-  private readTls(): { ca?: Buffer; cert?: Buffer; key?: Buffer } | undefined {
-    const c = this.config;
-    const out: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
-    for (const [k, f] of [['ca', c['tls.ca']], ['cert', c['tls.cert']], ['key', c['tls.key']]] as const) {
-      if (!f) continue;
-      try {
-        out[k] = this.opts.readTls ? this.opts.readTls(f, k) : fs.readFileSync(f);
-      } catch (err) {
-        // The path is configuration, not a secret; the key's content never reaches the log.
-        this.log.error('mqtt TLS file cannot be read, not connecting', { key: `mqtt.tls.${k}`, file: f, error: (err as NodeJS.ErrnoException).code ?? (err as Error).message });
-        return undefined;
-      }
-    }
-    return out;
+  private readTls(): TlsMaterial | undefined {
+    return readTlsFiles(this.config, this.log, this.opts.readTls);
   }
 
   private connect(): void {
