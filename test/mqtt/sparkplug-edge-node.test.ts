@@ -196,7 +196,7 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   for (const [label, metrics] of [
     ['UInt64 2^63', [metric({ alias: host.alias('types', 'l'), datatype: 'UInt64', value: 9223372036854775808n })]],
     ['UInt64 max', [metric({ alias: host.alias('types', 'l'), datatype: 'UInt64', value: 18446744073709551615n })]],
-    ['a READ channel', [metric({ name: 'ro', datatype: 'Int32', value: 4 })]],
+    ['a READ channel beside a writable one', [metric({ name: 'i', datatype: 'Int32', value: 77 }), metric({ name: 'ro', datatype: 'Int32', value: 4 })]],
     ['an unknown alias', [metric({ alias: 9999n, datatype: 'Int32', value: 4 })]],
     ['one of two', [metric({ name: 'i', datatype: 'Int32', value: 77 }), metric({ name: 'l', datatype: 'Double', value: Number.NaN })]],
   ] as [string, SparkplugMetric[]][]) {
