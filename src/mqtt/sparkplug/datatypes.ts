@@ -24,8 +24,12 @@ export const DATATYPES = [
 export type SparkplugDataType = (typeof DATATYPES)[number];
 
 // Made at first use: a bundle that uses only SparkplugError (the edge node) leaves the table out.
-let codes: Map<string, number> | undefined;
-const CODE_OF = { get: (name: string) => (codes ??= new Map(DATATYPES.map((n, code) => [n, code]))).get(name) };
+const CODE_OF = {
+  codes: undefined as Map<string, number> | undefined,
+  get(name: string): number | undefined {
+    return (this.codes ??= new Map(DATATYPES.map((n, code) => [n, code]))).get(name);
+  },
+};
 
 /** The datatype's number on the wire, or undefined for a name that is none. */
 export function datatypeCode(name: string): number | undefined {
