@@ -115,8 +115,8 @@ t.test('what no channel can hold is refused; malformed commands throw DecodeErro
   }
   const wrongWire = Buffer.from('12 06 10 05 20 09 60 01'.replace(/ /g, ''), 'hex'); // Float in a varint
   t.match(commandWriteText(decodeCommand(wrongWire)[0]!, 'FLOAT'), { ok: false });
-  // Truncated, a varint of 11 bytes, a name that is no UTF-8.
-  for (const hex of ['12 05 0a', '12 02 0a ff', 'ff ff ff ff ff ff ff ff ff ff ff', '12 03 0a 01 c3']) {
+  // Truncated, a varint of 11 bytes.
+  for (const hex of ['12 05 0a', '12 02 0a ff', 'ff ff ff ff ff ff ff ff ff ff ff']) {
     let err: unknown;
     try {
       decodeCommand(Buffer.from(hex.replace(/ /g, ''), 'hex'));

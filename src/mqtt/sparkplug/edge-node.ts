@@ -90,6 +90,8 @@ export class SparkplugEdgeNode {
   /** NBIRTH published in this MQTT session. */
   #born = false;
   #lastState = -1;
+  /** DCMDs being written. */
+  #busy = 0;
   /** The asset whose poll is a DBIRTH now (Telemetry's publication of it is not a DDATA). */
   #birthing?: string;
 
@@ -278,7 +280,7 @@ export class SparkplugEdgeNode {
 
   /** DDATA metrics: by alias only (tck-id-payloads-alias-data-cmd-requirement). */
   #metrics(pid: string, records: ChannelRecord[], historical: boolean): OutMetric[] {
-    return records.map((r) => ({ alias: this.#alias(pid, r.name), timestamp: r.timestamp || Date.now(), type: r.valueType, value: value(r), historical }));
+    return records.map((r) => ({ alias: this.#alias(pid, r.name), timestamp: r.timestamp, type: r.valueType, value: value(r), historical }));
   }
 
   /** DDATA: through the outbox, which keeps it while the node is not born. */
@@ -365,7 +367,11 @@ export class SparkplugEdgeNode {
     try {
       if (group === 'STATE') this.#onState(payload);
       else if (type === 'NCMD') this.#onNodeCommand(payload);
-      else if (device !== undefined) this.#onDeviceCommand(device, payload).catch(refused);
+      // Bounded as Kura requests are (src/mqtt/service.ts): beyond, a command is refused, not queued.
+      else if (device !== undefined && this.#busy < 256) {
+        this.#busy++;
+        this.#onDeviceCommand(device, payload).catch(refused).finally(() => this.#busy--);
+      } else throw new Error('busy');
     } catch (err) {
       refused(err);
     }
@@ -378,7 +384,7 @@ export class SparkplugEdgeNode {
    */
   #onState(payload: Buffer): void {
     const s = JSON.parse(payload.toString());
-    if (typeof s?.online !== 'boolean' || !Number.isSafeInteger(s.timestamp)) throw new Error('not a Sparkplug 3.0 STATE');
+    if (typeof s?.online !== 'boolean' || !Number.isSafeInteger(s.timestamp)) throw new Error('not a 3.0 STATE');
     if (s.timestamp < this.#lastState) return;
     this.#lastState = s.timestamp;
     this.#log.info('sparkplug primary host', { online: s.online });

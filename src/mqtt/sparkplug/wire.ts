@@ -109,11 +109,9 @@ function decodeMetric(r: Reader): CommandMetric {
   const m: CommandMetric = {};
   while (!r.done) {
     const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) {
-      const b = r.lengthDelimited();
-      if (!isUtf8(b)) throw new DecodeError('metric name is not UTF-8');
-      m.name = b.toString();
-    } else if (field === 2 && wire === 0) m.alias = r.varint();
+    // A name that is no UTF-8 names no channel (its U+FFFD never matches one).
+    if (field === 1 && wire === 2) m.name = r.lengthDelimited().toString();
+    else if (field === 2 && wire === 0) m.alias = r.varint();
     else if (field === 4 && wire === 0) m.code = Number(r.varint() & 0xffffffffn);
     else if (field === 7 && wire === 0) m.isNull = r.varint() !== 0n;
     else if (field >= 10 && field <= 18) {
