@@ -3,12 +3,14 @@
 // Eclipse Tahu's `sparkplug-payload` (test/helpers/tahu.ts) and sends commands encoded by it:
 // NBIRTH and DBIRTH contents and datatypes, seq continuity over every message, bdSeq in NBIRTH, in
 // the will the broker publishes after kill -9 and after a restart, DDATA on change, DDEATH when a
-// pymodbus device stops and DBIRTH when it answers again, Rebirth, DCMD writes of each type (UInt64
-// up to a LONG's maximum, one past it and UInt64's maximum refused, nothing written of a command
-// with one refused metric), and a primary host: nothing born while it is offline, then NBIRTH,
-// DBIRTH and the held DDATA in order; a STATE older than the last is ignored.
+// pymodbus device stops and DBIRTH when it answers again, assets added and removed at run time,
+// Rebirth, DCMD writes of each type (UInt64 up to a LONG's maximum, one past it and UInt64's
+// maximum refused, nothing written of a command with one refused metric), and a primary host:
+// nothing born while it is offline, then NBIRTH, DBIRTH and the held DDATA in order; a STATE older
+// than the last is ignored.
 
 import t from 'tap';
+import fs from 'node:fs';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
@@ -236,6 +238,18 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   from = host.seen.length;
   await host.ncmd([metric({ alias: host.alias('', 'Node Control/Rebirth'), datatype: 'Boolean', value: true })]);
   await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after Rebirth by alias');
+
+  // Assets added and removed at run time (SIGHUP): DBIRTH of the new one at its first poll, DDEATH of the removed one.
+  from = host.seen.length;
+  const cfg2 = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  delete cfg2.assets.plc;
+  cfg2.assets.extra = { 'driver.pid': 'sim', 'poll.interval': 100, channels: { x: mem('INTEGER', 9) } };
+  fs.writeFileSync(d.configFile, JSON.stringify(cfg2));
+  d.signal('SIGHUP');
+  await host.next((m) => m.type === 'DDEATH' && m.device === 'plc', from, 'DDEATH of the removed asset');
+  const extra = await host.next((m) => m.type === 'DBIRTH' && m.device === 'extra', from, 'DBIRTH of the added asset');
+  t.equal(host.valueOf(extra, 'x'), 9, 'an asset added at run time is born with its value');
+  t.notOk(host.seen.slice(from).some((m) => m.type === 'NBIRTH'), 'without a new NBIRTH');
 
   // kill -9: the broker publishes the will, NDEATH with bdSeq 0 and no seq.
   from = host.seen.length;
