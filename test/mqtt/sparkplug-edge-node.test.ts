@@ -215,6 +215,16 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   await new Promise((r) => setTimeout(r, 300));
   t.notOk(host.seen.slice(from).some((x) => x.type === 'DDATA' && host.valueOf(x, 'i') === 77), 'the value 77 never shows');
 
+  // Hostile commands: malformed protobuf, an unknown node control, a DCMD for no asset: logged, nothing else.
+  const logged = d.logs.length;
+  from = host.seen.length;
+  await host.client.publish(`spBv1.0/${G}/NCMD/${NODE}`, Buffer.from('ffffffffffffffffffffff', 'hex'), { qos: 0 });
+  await host.ncmd([metric({ name: 'Node Control/Reboot', datatype: 'Boolean', value: true })]);
+  await host.client.publish(`spBv1.0/${G}/DCMD/${NODE}/types`, Buffer.from('1205', 'hex'), { qos: 0 });
+  await host.dcmd('nosuch', [metric({ name: 'x', datatype: 'Int32', value: 1 })]);
+  await until(() => d.logs.slice(logged).filter((l) => l.includes('sparkplug message refused')).length >= 4, 8000, 'four refusals logged');
+  t.notOk(host.seen.slice(from).some((m) => m.type === 'NBIRTH' || m.type === 'DDATA'), 'nothing published for them');
+
   // The pymodbus device stops: DDEATH; it answers again: DBIRTH with its value.
   from = host.seen.length;
   await dev.stop();
@@ -290,6 +300,13 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   await d.waitForLog(/msg="sparkplug primary host".*online=false/);
   await new Promise((r) => setTimeout(r, 700));
   t.same(host.seen.map((m) => m.type), [], 'nothing published while the host is offline');
+
+  // A STATE that is not Sparkplug 3.0's JSON (2.2's plain text, garbage) is ignored, and logged.
+  const logged = d.logs.length;
+  await host.client.publish('spBv1.0/STATE/scada', Buffer.from('ONLINE'), { qos: 1 });
+  await host.client.publish('spBv1.0/STATE/scada', Buffer.from('{"online":"yes"}'), { qos: 1 });
+  await until(() => d.logs.slice(logged).filter((l) => l.includes('sparkplug message refused')).length >= 2, 8000, 'bad STATEs logged');
+  t.same(host.seen.map((m) => m.type), [], 'and nothing born for them');
 
   // Online: NBIRTH first, DBIRTH, then the held DDATA, historical, in order.
   await state(true, 2000);
