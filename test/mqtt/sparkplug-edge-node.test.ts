@@ -2,7 +2,7 @@
 // Mosquitto, watched by a host application of the test's own that decodes every message with
 // Eclipse Tahu's `sparkplug-payload` (test/helpers/tahu.ts) and sends commands encoded by it:
 // NBIRTH and DBIRTH contents and datatypes, seq continuity over every message, bdSeq in NBIRTH, in
-// the will the broker publishes after kill -9 and after a restart, DDATA on change, DDEATH when a
+// the will the broker publishes after kill -9 and after a restart, seq wrapping after 255, DDATA on change, DDEATH when a
 // pymodbus device stops and DBIRTH when it answers again, assets added and removed at run time,
 // Rebirth, DCMD writes of each type (UInt64 up to a LONG's maximum, one past it and UInt64's
 // maximum refused, nothing written of a command with one refused metric), and a primary host:
@@ -293,7 +293,7 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   await state(false, 1000);
 
   const d = await startDaemon(t, {
-    assets: { counter: { 'driver.pid': 'sim', 'poll.interval': 50, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } } },
+    assets: { counter: { 'driver.pid': 'sim', 'poll.interval': 10, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } } },
     mqtt: { enabled: true, type: 'sparkplug', 'broker-url': broker.url, 'client-id': NODE, 'sparkplug.group.id': G, 'sparkplug.primary.host.id': 'scada', 'keep-alive': 5 },
   });
   await d.waitForLog(/msg="mqtt connected"/);
@@ -313,7 +313,9 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   const nb = await host.next((m) => m.type === 'NBIRTH', 0, 'NBIRTH');
   t.equal(host.seen.indexOf(nb), 0, 'NBIRTH is the first message');
   t.equal(host.seen[1]?.type, 'DBIRTH', 'then the DBIRTH');
-  await until(() => host.seen.filter((m) => m.type === 'DDATA').length >= 5, 8000, 'DDATA');
+  // Past 255 messages: seq wraps to 0.
+  await until(() => host.seen.filter((m) => m.type === 'DDATA').length >= 300, 15000, '300 DDATA');
+  t.ok(host.seen.some((m, i) => m.type === 'DDATA' && m.p.seq === 0n && host.seen[i - 1]?.p.seq === 255n), 'seq 255 is followed by 0');
   const data = host.seen.filter((m) => m.type === 'DDATA');
   const held = data.filter((m) => m.p.metrics[0]!.isHistorical);
   t.ok(held.length >= 5, `${held.length} held messages published as historical`);
