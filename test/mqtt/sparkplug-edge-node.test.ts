@@ -1,13 +1,13 @@
 // The Sparkplug B edge node (docs/mqtt.md "Sparkplug B") of the real, built daemon on a real
 // Mosquitto, watched by a host application of the test's own that decodes every message with
 // Eclipse Tahu's `sparkplug-payload` (test/helpers/tahu.ts) and sends commands encoded by it:
-// NBIRTH and DBIRTH contents and datatypes, seq continuity over every message, bdSeq in NBIRTH, in
-// the will the broker publishes after kill -9 and after a restart, seq wrapping after 255, DDATA on change, DDEATH when a
-// pymodbus device stops and DBIRTH when it answers again, assets added and removed at run time,
-// Rebirth, DCMD writes of each type (UInt64 up to a LONG's maximum, one past it and UInt64's
-// maximum refused, nothing written of a command with one refused metric), and a primary host:
-// nothing born while it is offline, then NBIRTH, DBIRTH and the held DDATA in order; a STATE older
-// than the last is ignored.
+// NBIRTH and DBIRTH contents and datatypes, seq continuity over every message and its wrap after
+// 255, bdSeq in NBIRTH, in the will the broker publishes after kill -9 and after a restart, DDATA
+// on change, DDEATH when a pymodbus device stops and DBIRTH when it answers again, assets added
+// and removed at run time, Rebirth, DCMD writes of each type (UInt64 up to a LONG's maximum, one
+// past it and UInt64's maximum refused, nothing written of a command with one refused metric),
+// hostile commands, and a primary host: nothing born while it is offline, then NBIRTH, DBIRTH and
+// the held DDATA in order; a STATE older than the last is ignored.
 
 import t from 'tap';
 import fs from 'node:fs';
