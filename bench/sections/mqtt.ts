@@ -79,6 +79,7 @@ export async function mqttSection(res: Results, opt: Options): Promise<void> {
   });
   await outboxWrites(res, opt);
   await connections(res, opt);
+  await sparkplugCpu(res, opt);
 }
 
 /**
@@ -219,5 +220,46 @@ async function connections(res: Results, opt: Options): Promise<void> {
       `(RSS of a daemon with 10 connections − one with 1) ÷ 9, medians of 5 samples after 5 s: ${Math.round(med(rss.ten))} KiB vs ${Math.round(med(rss.one))} KiB`);
     res.add('MQTT', 'connection-heap', 'JS heap per added MQTT connection (same)', 'KiB', [heapPer], '', [], undefined,
       `system/v1 status memory.heapUsed, the same two daemons: ${Math.round(med(heaps.ten))} KiB vs ${Math.round(med(heaps.one))} KiB (includes garbage not yet collected)`);
+/**
+ * A Sparkplug connection's CPU per poll (docs/mqtt.md "Sparkplug B"): two daemons side by side, each
+ * polling the same 50-channel simulator asset every 50 ms with every value changed each poll, one
+ * publishing Kura telemetry in the bare `json` encoding, the other as a Sparkplug edge node (DDATA
+ * through the same outbox). The CPU each used (all threads, the scheduler's counters) over the polls a subscriber saw.
+ */
+async function sparkplugCpu(res: Results, opt: Options): Promise<void> {
+  await withScope(async (scope) => {
+    const broker = await startMosquitto();
+    scope.teardown(() => broker.close());
+    const channels: Record<string, unknown> = {};
+    for (let i = 0; i < 50; i++) channels[`c${i}`] = { type: 'READ', 'value.type': 'DOUBLE', simulation: 'random' };
+    const start = async (id: string, mqtt: Record<string, unknown>) => {
+      const { config } = await demoConfig();
+      config.assets = { line: { 'driver.pid': 'sim', 'poll.interval': 50, channels } };
+      config.mqtt = { enabled: true, 'broker-url': broker.url, 'client-id': id, ...mqtt };
+      return startGatewayd(scope, config);
+    };
+    const json = await start('gw-json', { 'payload.encoding': 'json' });
+    const spark = await start('gw-spark', { type: 'sparkplug', 'sparkplug.group.id': 'bench' });
+    const seen = { json: 0, spark: 0 };
+    const sub = new MqttClient({ url: broker.url, clientId: 'bench-sub', keepAlive: 30, clean: true, log: silentLogger });
+    sub.on('message', (topic: string) => (topic.startsWith('spBv1.0/') ? topic.includes('/DDATA/') && seen.spark++ : seen.json++));
+    sub.start();
+    scope.teardown(() => sub.end());
+    for (let i = 0; i < 40 && !sub.isConnected; i++) await sleep(100);
+    await sub.subscribe('account/gw-json/assets/#', 0);
+    await sub.subscribe('spBv1.0/bench/DDATA/#', 0);
+    await sleep(2000);
+    const per = { json: [] as number[], spark: [] as number[] };
+    for (let rep = 0; rep < opt.repeats; rep++) {
+      const before = { json: threadCpuMs(json.pid), spark: threadCpuMs(spark.pid), seen: { ...seen } };
+      await sleep(Math.max(opt.seconds, 10) * 1000);
+      for (const [k, gw] of [['json', json], ['spark', spark]] as const) {
+        const polls = seen[k] - before.seen[k];
+        per[k].push((threadCpuMs(gw.pid) - before[k]) / polls);
+      }
+      process.stderr.write(`  sparkplug ${per.spark.at(-1)!.toFixed(3)} ms/poll, json ${per.json.at(-1)!.toFixed(3)} ms/poll\n`);
+    }
+    res.add('MQTT', 'sparkplug-cpu', 'Sparkplug edge node: CPU per poll of 50 changed channels (DDATA)', 'ms', per.spark, 'a Kura connection, bare json telemetry, side by side', per.json, { op: '<=', value: 1.0, text: '≤ 1.0× json' },
+      '50 DOUBLE simulator channels, poll.interval 50 ms, every value new each poll; CPU of each daemon (all threads, /proc/<pid>/task/*/schedstat) over at least 10 s ÷ the polls a subscriber received');
   });
 }

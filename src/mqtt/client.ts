@@ -41,7 +41,8 @@ export interface MqttClientOptions {
   /** Seconds; 0 disables keep-alive. */
   keepAlive: number;
   clean: boolean;
-  will?: MqttMessage;
+  /** The will; a function is asked at each CONNECT (a Sparkplug NDEATH carries that connection's bdSeq). */
+  will?: MqttMessage | (() => MqttMessage);
   /** Published after each CONNACK (Kura's birth certificate). Built lazily so it carries fresh data. */
   birth?: () => MqttMessage;
   /** Published before a clean DISCONNECT. */
@@ -396,7 +397,8 @@ export class MqttClient extends EventEmitter {
     };
     if (o.username) packet.username = o.username;
     if (o.password) packet.password = Buffer.from(o.password, 'utf8');
-    if (o.will) packet.will = { topic: o.will.topic, payload: o.will.payload, qos: o.will.qos ?? 0, retain: o.will.retain ?? false };
+    const will = typeof o.will === 'function' ? o.will() : o.will;
+    if (will) packet.will = { topic: will.topic, payload: will.payload, qos: will.qos ?? 0, retain: will.retain ?? false };
     this.write(packet);
   }
 

@@ -32,12 +32,25 @@ export interface MqttConfig {
   'requester.permissions': string[];
   /** MQTT application ids not served on this connection (nor announced in its BIRTH). */
   'applications.disabled': string[];
+  /** `kura` (KuraPayload, Kura's topics and applications) or `sparkplug` (a Sparkplug B 3.0 edge node, docs/mqtt.md "Sparkplug B"). */
+  type: ConnectionType;
+  /** Sparkplug group id; required with type sparkplug. */
+  'sparkplug.group.id': string;
+  /** Sparkplug edge node id; '' = the client-id. */
+  'sparkplug.edge.node.id': string;
+  /** The primary host application's id; '' = no primary host awareness. */
+  'sparkplug.primary.host.id': string;
 }
+
+export const CONNECTION_TYPES = ['kura', 'sparkplug'] as const;
+export type ConnectionType = (typeof CONNECTION_TYPES)[number];
 
 // MQTT topic levels must not contain wildcards or separators.
 const LEVEL = /^[^/#+\u0000]+$/;
 // Permission names as identities carry them (docs/configuration.md "identities").
 const PERMISSION = /^(kura\.admin|rest\.[A-Za-z0-9_.-]+|[A-Za-z0-9_.-]+)$/;
+
+const SPARKPLUG_ID = { pattern: /^[^/#+\u0000-\u001f\u007f-\u009f]*$/, patternHint: 'must be one topic level, without / # + or control characters' };
 
 /** docs/configuration.md "mqtt": 16 MiB fits beside the rest of dataDir on a small data partition. */
 export const DEFAULT_OUTBOX_MAX_BYTES = 16 * 1024 * 1024;
@@ -64,6 +77,11 @@ export const mqttSection = section<MqttConfig>({
   'encode.gzip': [bool, true],
   'requester.permissions': [arrayOf(str({ pattern: PERMISSION, patternHint: 'not a permission name' }), { unique: true }), ['kura.admin']],
   'applications.disabled': [arrayOf(str({ pattern: LEVEL, patternHint: 'not an MQTT application id (a topic level: non-empty, without / # +)' }), { unique: true }), []],
+  type: [oneOf(CONNECTION_TYPES), 'kura'],
+  // Sparkplug ids: one topic level each, without + / # or control characters (Sparkplug 3.0, tck-id-topic-structure-namespace-valid-*).
+  'sparkplug.group.id': [str(SPARKPLUG_ID), ''],
+  'sparkplug.edge.node.id': [str(SPARKPLUG_ID), ''],
+  'sparkplug.primary.host.id': [str(SPARKPLUG_ID), ''],
 });
 
 export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: MqttConfig; problems: Problem[] } {
@@ -80,6 +98,9 @@ export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: Mq
   if (value.enabled && /^(mqtts|ssl|tls):/.test(value['broker-url']) === false && (value['tls.ca'] || value['tls.cert'])) {
     warning(problems, `${keyPath}.broker-url`, 'TLS files are configured but the broker URL is not mqtts://');
   }
+  if (value.type === 'sparkplug' && value['sparkplug.group.id'] === '') {
+    problem(problems, `${keyPath}.sparkplug.group.id`, 'required when type is sparkplug');
+  }
   return { value, problems };
 }
 
@@ -88,15 +109,11 @@ export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: Mq
 // each entry today's keys plus `type` and `telemetry.assets`. Each entry is validated by
 // validateMqttSection; what spans entries (names, a broker and client id used twice) is checked here.
 
-export const CONNECTION_TYPES = ['kura', 'sparkplug'] as const;
-export type ConnectionType = (typeof CONNECTION_TYPES)[number];
-
 /** The name of the connection the object form of `mqtt` is; it keeps today's PIDs and outbox folder. */
 export const DEFAULT_CONNECTION = 'default';
 
-/** One connection: today's section, its type and which assets' telemetry it publishes. */
+/** One connection: today's section (with its type) and which assets' telemetry it publishes. */
 export type MqttConnectionConfig = MqttConfig & {
-  type: ConnectionType;
   /** `"*"`: every asset; else the asset PIDs whose telemetry this connection publishes. */
   'telemetry.assets': string[] | '*';
 };
@@ -124,7 +141,6 @@ export function outboxDirName(name: string): string {
   return name === DEFAULT_CONNECTION ? 'mqtt' : `mqtt-${name}`;
 }
 
-const typeOf = oneOf(CONNECTION_TYPES);
 const assetList = arrayOf(str({ pattern: ASSET_PID, patternHint: 'expected an asset PID' }), { unique: true });
 /** `"*"` or a list of PIDs; `["*"]` (how a configuration/v2 client writes it) is `"*"`. */
 const telemetryAssets = Object.assign(
@@ -134,32 +150,21 @@ const telemetryAssets = Object.assign(
 
 /** The keys a connection has beyond mqttSection's, as configuration/v2 shows them on its CloudService component. */
 export const CONNECTION_KEYS: Spec = {
-  ...(Object.hasOwn(mqttSection.spec!, 'type') ? {} : { type: [typeOf, 'kura'] }),
   'telemetry.assets': [telemetryAssets, '*'],
 };
 
-/**
- * One connection's keys: `telemetry.assets` (and `type`, while the section has no such key of its
- * own) are taken out, the rest is validateMqttSection's.
- */
+/** One connection's keys: `telemetry.assets` is taken out, the rest is validateMqttSection's. */
 export function validateMqttConnection(raw: unknown, keyPath: string): { value: MqttConnectionConfig; problems: Problem[] } {
   const problems: Problem[] = [];
   const own = isPlainObject(raw) ? { ...raw } : raw;
   let assets: string[] | '*' = '*';
-  let type: ConnectionType = 'kura';
-  const sectionHasType = Object.hasOwn(mqttSection.spec!, 'type');
   if (isPlainObject(own)) {
     if (own['telemetry.assets'] !== undefined) assets = telemetryAssets(own['telemetry.assets'], `${keyPath}.telemetry.assets`, problems);
     delete own['telemetry.assets'];
-    if (!sectionHasType) {
-      if (own.type !== undefined) type = typeOf(own.type, `${keyPath}.type`, problems);
-      delete own.type;
-    }
   }
   const v = validateMqttSection(own, keyPath);
   problems.push(...v.problems);
   const value = v.value as MqttConnectionConfig;
-  if (!sectionHasType) value.type = type;
   value['telemetry.assets'] = assets;
   return { value, problems };
 }

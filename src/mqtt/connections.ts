@@ -18,6 +18,7 @@ import type { MqttApplications } from './applications.js';
 import type { MqttClient, MqttClientOptions } from './client.js';
 import { DEFAULT_CONNECTION, outboxDirName, type ConnectionType, type MqttConfig, type MqttConnectionConfig, type NamedConnection } from './config.js';
 import { MqttService, type ConnectionStats, type MqttConnection, type MqttServiceOptions } from './service.js';
+import { SparkplugEdgeNode } from './sparkplug/edge-node.js';
 import { Telemetry } from './telemetry.js';
 import { TelemetryOutbox } from './telemetry-outbox.js';
 
@@ -32,7 +33,7 @@ export interface ConnectionParts {
   dataDir: string;
   /** The MQTT applications the daemon has; each connection serves those it does not disable. */
   applications: MqttApplications;
-  assets: Pick<AssetService, 'get' | 'onPoll'>;
+  assets: Pick<AssetService, 'get' | 'onPoll' | 'write'>;
   client(options: MqttClientOptions): MqttClient;
   log: Logger;
   readTls?: ReadTls;
@@ -43,9 +44,10 @@ export type ConnectionFactory = (parts: ConnectionParts) => MqttConnection;
 export type ConnectionFactories = Partial<Record<ConnectionType, ConnectionFactory>>;
 
 /** The poll cycles of the assets `accepts` takes; the configurations of all. */
-function assetView(assets: Pick<AssetService, 'get' | 'onPoll'>, accepts: (pid: string) => boolean): Pick<AssetService, 'get' | 'onPoll'> {
+function assetView(assets: Pick<AssetService, 'get' | 'onPoll' | 'write'>, accepts: (pid: string) => boolean): Pick<AssetService, 'get' | 'onPoll' | 'write'> {
   return {
     get: (pid) => assets.get(pid),
+    write: (pid, items) => assets.write(pid, items),
     onPoll: (listener) => assets.onPoll((pid, records) => {
       if (accepts(pid)) listener(pid, records);
     }),
@@ -86,8 +88,23 @@ export const kuraConnection: ConnectionFactory = (p) => {
   return service;
 };
 
+/**
+ * A Sparkplug B edge node (src/mqtt/sparkplug/edge-node.ts): its devices are the assets of its
+ * `telemetry.assets`; its Telemetry is fed by the node (a DDATA only while the device is born).
+ */
+export const sparkplugConnection: ConnectionFactory = (p) => {
+  const c = p.config;
+  const log = p.name === DEFAULT_CONNECTION ? p.log.child({ component: 'mqtt' }) : p.log.child({ component: 'mqtt', connection: p.name });
+  const outbox = new TelemetryOutbox({ dir: path.join(p.dataDir, outboxDirName(p.name)), maxMessages: c['outbox.max.messages'], maxBytes: c['outbox.max.bytes'], log });
+  const accepts = assetFilter(() => (node.settings as MqttConnectionConfig)['telemetry.assets'] ?? '*');
+  const assets = assetView(p.assets, accepts);
+  const telemetry = new Telemetry({ assets, log: p.log, publish: (pid, records) => node.publishTelemetry(pid, records) });
+  const node: SparkplugEdgeNode = new SparkplugEdgeNode({ name: p.name, keyPath: p.keyPath, config: c, outbox, telemetry, assets, client: p.client, log: p.log, dataDir: p.dataDir, readTls: p.readTls, tuning: p.tuning });
+  return node;
+};
+
 /** The factories of this build's connection types. */
-export const BUILTIN_CONNECTION_TYPES: ConnectionFactories = { kura: kuraConnection };
+export const BUILTIN_CONNECTION_TYPES: ConnectionFactories = { kura: kuraConnection, sparkplug: sparkplugConnection };
 
 /** A connection whose type this build has no factory for: listed with the reason, never started. */
 class UnavailableConnection implements MqttConnection {

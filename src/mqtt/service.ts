@@ -20,7 +20,6 @@
 // "Connections"): its logs name it unless it is `default`, and the operator's `connect` and
 // `disconnect` (cloudconnection/v1) hold it disconnected, queuing telemetry, until connected again.
 
-import fs from 'node:fs';
 import type { ChannelRecord } from '../channels/types.js';
 import type { Logger } from '../log.js';
 import type { MqttApplications, RequesterPolicy } from './applications.js';
@@ -28,6 +27,7 @@ import { Envelope, type Reply } from './envelope.js';
 import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } from './client.js';
 import type { ConnectionType, MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
+import { readTlsFiles, type TlsMaterial } from './tls-files.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
 import type { TelemetryOutbox } from './telemetry-outbox.js';
 import { encodeSimpleJsonPayload } from './simple-json-payload.js';
@@ -333,21 +333,8 @@ export class MqttService implements MqttConnection {
     return l[2] === c['client-id'] || l[4] === 'REPLY' || (l[4] === 'NOTIFY' && l[5] === c['client-id']);
   }
 
-  private readTls(): { ca?: Buffer; cert?: Buffer; key?: Buffer } | undefined {
-    const c = this.config;
-    const out: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
-    for (const [k, f] of [['ca', c['tls.ca']], ['cert', c['tls.cert']], ['key', c['tls.key']]] as const) {
-      if (!f) continue;
-      try {
-        out[k] = this.opts.readTls ? this.opts.readTls(f, k) : fs.readFileSync(f);
-      } catch (err) {
-        // The path is configuration, not a secret; the key's content never reaches the log.
-        this.lastError = { at: Date.now(), message: `TLS file cannot be read: ${this.keyPath}.tls.${k}` };
-        this.log.error('mqtt TLS file cannot be read, not connecting', { key: `${this.keyPath}.tls.${k}`, file: f, error: (err as NodeJS.ErrnoException).code ?? (err as Error).message });
-        return undefined;
-      }
-    }
-    return out;
+  private readTls(): TlsMaterial | undefined {
+    return readTlsFiles(this.config, this.log, this.opts.readTls, this.keyPath, (message) => (this.lastError = { at: Date.now(), message }));
   }
 
   private dial(): void {

@@ -303,6 +303,11 @@ export class Telemetry {
     this.unsubscribe = undefined;
   }
 
+  /** Forgets what was published of an asset: its next poll is published whole (a Sparkplug DBIRTH). */
+  forget(pid: string): void {
+    this.state.delete(pid);
+  }
+
   /** Decides what of a poll cycle is published; exposed for tests. */
   onPoll(pid: string, records: ChannelRecord[]): void {
     const asset = this.opts.assets.get(pid);

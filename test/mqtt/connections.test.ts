@@ -118,7 +118,7 @@ t.test('a type without a factory in the table is listed with the reason and neve
   let clients = 0;
   const conns = new MqttConnections({
     factories: { kura: kuraConnection },
-    parts: { dataDir, applications: new MqttApplications(), assets: { get: () => undefined, onPoll: () => () => {} }, client: (o) => (clients++, new MqttClient(o)), log: silentLogger },
+    parts: { dataDir, applications: new MqttApplications(), assets: { get: () => undefined, onPoll: () => () => {}, write: async () => [] }, client: (o) => (clients++, new MqttClient(o)), log: silentLogger },
     log: silentLogger,
   });
   const { connections } = validateMqttConnections({ connections: { edge: { enabled: true, type: 'sparkplug', 'broker-url': 'mqtt://127.0.0.1:1' } } });

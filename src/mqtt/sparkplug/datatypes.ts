@@ -23,7 +23,13 @@ export const DATATYPES = [
 /** A Sparkplug datatype by its name in sparkplug_b.proto; its number is its index in DATATYPES. */
 export type SparkplugDataType = (typeof DATATYPES)[number];
 
-const CODE_OF = new Map<string, number>(DATATYPES.map((name, code) => [name, code]));
+// Made at first use: a bundle that uses only SparkplugError (the edge node) leaves the table out.
+const CODE_OF = {
+  codes: undefined as Map<string, number> | undefined,
+  get(name: string): number | undefined {
+    return (this.codes ??= new Map(DATATYPES.map((n, code) => [n, code]))).get(name);
+  },
+};
 
 /** The datatype's number on the wire, or undefined for a name that is none. */
 export function datatypeCode(name: string): number | undefined {
@@ -122,9 +128,10 @@ export const INTEGER_RANGE: Partial<Record<SparkplugDataType, readonly [bigint, 
   UInt8: [0n, 255n],
   UInt16: [0n, 65535n],
   UInt32: [0n, 4294967295n],
-  Int64: [-(2n ** 63n), 2n ** 63n - 1n],
-  UInt64: [0n, 2n ** 64n - 1n],
-  DateTime: [0n, 2n ** 64n - 1n],
+  // Literals (-2^63, 2^63 - 1, 2^64 - 1), which a bundler can drop when the table is not used.
+  Int64: [-9223372036854775808n, 9223372036854775807n],
+  UInt64: [0n, 18446744073709551615n],
+  DateTime: [0n, 18446744073709551615n],
 };
 
 /**

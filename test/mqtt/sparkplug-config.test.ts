@@ -1,0 +1,28 @@
+// The Sparkplug keys of the `mqtt` section (docs/configuration.md "mqtt"): the type's default, the
+// group id required on a sparkplug connection, each id one topic level, the edge node id defaulting
+// to the client-id.
+
+import t from 'tap';
+import { validateMqttSection } from '../../src/mqtt/config.js';
+import { edgeNodeId } from '../../src/mqtt/sparkplug/config.js';
+
+const problems = (raw: Record<string, unknown>) => validateMqttSection(raw).problems.filter((p) => p.severity === 'error').map((p) => p.path);
+
+t.test('defaults: a kura connection, no Sparkplug ids needed', async (t) => {
+  const { value, problems: p } = validateMqttSection({});
+  t.equal(value.type, 'kura');
+  t.same([value['sparkplug.group.id'], value['sparkplug.edge.node.id'], value['sparkplug.primary.host.id']], ['', '', '']);
+  t.same(p, []);
+  t.equal(edgeNodeId(value), 'gatewayd', 'the edge node id is the client-id');
+  t.equal(edgeNodeId(validateMqttSection({ 'sparkplug.edge.node.id': 'Line3' }).value), 'Line3');
+});
+
+t.test('type sparkplug needs a group id; ids are single topic levels', async (t) => {
+  t.same(problems({ type: 'sparkplug' }), ['mqtt.sparkplug.group.id'], 'group id required');
+  t.same(problems({ type: 'sparkplug', 'sparkplug.group.id': 'Plant1' }), []);
+  t.same(problems({ type: 'mqtt' }), ['mqtt.type'], 'an unknown type');
+  for (const bad of ['a/b', 'a+', '#', 'tab\there', 'nul\u0000']) {
+    t.same(problems({ type: 'sparkplug', 'sparkplug.group.id': bad }), ['mqtt.sparkplug.group.id'], `group id ${JSON.stringify(bad)}`);
+    t.same(problems({ 'sparkplug.edge.node.id': bad, 'sparkplug.primary.host.id': bad }), ['mqtt.sparkplug.edge.node.id', 'mqtt.sparkplug.primary.host.id']);
+  }
+});

@@ -1,0 +1,342 @@
+// The Sparkplug B edge node (docs/mqtt.md "Sparkplug B") of the real, built daemon on a real
+// Mosquitto, watched by a host application of the test's own that decodes every message with
+// Eclipse Tahu's `sparkplug-payload` (test/helpers/tahu.ts) and sends commands encoded by it:
+// NBIRTH and DBIRTH contents and datatypes, seq continuity over every message and its wrap after
+// 255, bdSeq in NBIRTH, in the will the broker publishes after kill -9 and after a restart, DDATA
+// on change, DDEATH when a pymodbus device stops and DBIRTH when it answers again, assets added
+// and removed at run time, Rebirth, DCMD writes of each type (UInt64 up to a LONG's maximum, one
+// past it and UInt64's maximum refused, nothing written of a command with one refused metric),
+// hostile commands, and a primary host: nothing born while it is offline, then NBIRTH, DBIRTH and
+// the held DDATA in order; a STATE older than the last is ignored.
+
+import t from 'tap';
+import fs from 'node:fs';
+import { startDaemon, type Daemon } from '../helpers/daemon.js';
+import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
+import { until } from '../helpers/mqtt-fixture.js';
+import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
+import { tahuDecode, tahuEncode } from '../helpers/tahu.js';
+import { MqttClient } from '../../src/mqtt/client.js';
+import type { SparkplugMetric, SparkplugPayload } from '../../src/mqtt/sparkplug/payload.js';
+import { silentLogger } from '../../src/log.js';
+
+t.setTimeout(120_000);
+
+const G = 'G1';
+const NODE = 'node1';
+
+interface Seen {
+  topic: string;
+  type: string;
+  device?: string;
+  p: SparkplugPayload;
+}
+
+/** A host application: every spBv1.0/G1/# message decoded by Tahu, aliases learnt from the births. */
+class Host {
+  readonly seen: Seen[] = [];
+  readonly client: MqttClient;
+  /** device ('' for the node) → alias → metric name, from its last birth. */
+  readonly names = new Map<string, Map<bigint, string>>();
+
+  constructor(url: string, id: string) {
+    this.client = new MqttClient({ url, clientId: id, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
+    this.client.on('message', (topic: string, payload: Buffer) => {
+      const [, , type = '', , device] = topic.split('/');
+      const p = tahuDecode(payload);
+      if (type === 'NBIRTH' || type === 'DBIRTH') this.names.set(device ?? '', new Map(p.metrics.map((m) => [m.alias!, m.name!])));
+      this.seen.push({ topic, type, device, p });
+    });
+  }
+
+  async start(): Promise<void> {
+    this.client.start();
+    await until(() => this.client.isConnected, 8000, 'host connected');
+    await this.client.subscribe(`spBv1.0/${G}/#`, 1);
+  }
+
+  /** The first message from index `from` on that `pred` accepts. */
+  async next(pred: (m: Seen) => boolean, from = 0, what = 'message', ms = 8000): Promise<Seen> {
+    let hit: Seen | undefined;
+    await until(() => (hit = this.seen.slice(from).find(pred)) !== undefined, ms, what);
+    return hit!;
+  }
+
+  /** A metric's value in a DDATA / DBIRTH, by name (aliases resolved with the device's birth). */
+  valueOf(m: Seen, name: string): unknown {
+    const names = this.names.get(m.device ?? '');
+    return m.p.metrics.find((x) => (x.name ?? names?.get(x.alias!)) === name)?.value;
+  }
+
+  alias(device: string, name: string): bigint {
+    for (const [a, n] of this.names.get(device) ?? []) if (n === name) return a;
+    throw new Error(`no alias for ${device}/${name}`);
+  }
+
+  dcmd(device: string, metrics: SparkplugMetric[]): Promise<void> {
+    return this.client.publish(`spBv1.0/${G}/DCMD/${NODE}/${device}`, tahuEncode({ timestamp: BigInt(Date.now()), metrics }), { qos: 0 });
+  }
+
+  ncmd(metrics: SparkplugMetric[]): Promise<void> {
+    return this.client.publish(`spBv1.0/${G}/NCMD/${NODE}`, tahuEncode({ timestamp: BigInt(Date.now()), metrics }), { qos: 0 });
+  }
+}
+
+/** seq: 0 in each NBIRTH, then one more (mod 256) in every message of the session but NDEATH. */
+function seqProblems(seen: Seen[]): string[] {
+  const out: string[] = [];
+  let prev: bigint | undefined;
+  for (const [i, m] of seen.entries()) {
+    if (m.type === 'NDEATH') {
+      if (m.p.seq !== undefined) out.push(`${i} NDEATH has seq ${m.p.seq}`);
+      prev = undefined;
+      continue;
+    }
+    if (m.type.endsWith('CMD')) continue;
+    const want = m.type === 'NBIRTH' ? 0n : prev === undefined ? undefined : (prev + 1n) % 256n;
+    if (want !== undefined && m.p.seq !== want) out.push(`${i} ${m.type} ${m.device ?? ''}: seq ${m.p.seq}, expected ${want}`);
+    prev = m.p.seq;
+  }
+  return out;
+}
+
+const metric = (m: { name?: string; alias?: bigint; datatype: string; value: unknown }): SparkplugMetric => m as unknown as SparkplugMetric;
+
+t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across restarts', mosquittoSkip(), async (t) => {
+  if (!havePeers(t, 'pymodbus')) return;
+  const broker = await startMosquitto();
+  t.teardown(() => broker.close());
+  const dev = await startPyModbusTcp(t);
+  await dev.set(1, 'hr', 0, [7]);
+  const host = new Host(broker.url, 'host');
+  await host.start();
+  t.teardown(() => host.client.end());
+
+  const mem = (type: string, initial: unknown, mode = 'READ_WRITE') => ({ type: mode, 'value.type': type, simulation: 'memory', initial });
+  const config = {
+    drivers: {
+      sim: { factory: 'simulator' },
+      plc: { factory: 'modbus', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': dev.port, 'modbus.timeout': 200, 'unit.backoff.max': 0 },
+    },
+    assets: {
+      types: {
+        'driver.pid': 'sim',
+        'poll.interval': 100,
+        channels: {
+          b: mem('BOOLEAN', false),
+          i: mem('INTEGER', -5),
+          l: mem('LONG', '-9000000000000000000'),
+          f: mem('FLOAT', 1.5),
+          d: mem('DOUBLE', 0.1),
+          s: mem('STRING', 'héllo'),
+          y: mem('BYTE_ARRAY', 'AAEC'),
+          ro: { type: 'READ', 'value.type': 'INTEGER', simulation: 'constant', initial: 3 },
+        },
+      },
+      plc: { 'driver.pid': 'plc', 'poll.interval': 200, channels: { hr: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'primary.table': 'HOLDING_REGISTERS', 'memory.address': 1 } } },
+    },
+    mqtt: { enabled: true, type: 'sparkplug', 'broker-url': broker.url, 'client-id': 'gw1', 'sparkplug.group.id': G, 'sparkplug.edge.node.id': NODE, 'keep-alive': 5 },
+  };
+  const d: Daemon = await startDaemon(t, config);
+
+  // NBIRTH: seq 0, bdSeq 0 on a fresh dataDir, Node Control/Rebirth false.
+  const nbirth = await host.next((m) => m.type === 'NBIRTH', 0, 'NBIRTH');
+  t.equal(nbirth.topic, `spBv1.0/${G}/NBIRTH/${NODE}`);
+  t.equal(nbirth.p.seq, 0n, 'NBIRTH seq 0');
+  const bd = nbirth.p.metrics.find((m) => m.name === 'bdSeq');
+  t.same([bd?.datatype, bd?.value], ['Int64', 0n], 'bdSeq Int64 0');
+  const rebirth = nbirth.p.metrics.find((m) => m.name === 'Node Control/Rebirth');
+  t.same([rebirth?.datatype, rebirth?.value], ['Boolean', false], 'Node Control/Rebirth Boolean false');
+
+  // DBIRTH: every channel with its datatype, current value and an alias unique on the edge node.
+  const types = await host.next((m) => m.type === 'DBIRTH' && m.device === 'types', 0, 'DBIRTH types');
+  const byName = Object.fromEntries(types.p.metrics.map((m) => [m.name, [m.datatype, m.value]]));
+  t.same(byName, {
+    b: ['Boolean', false],
+    i: ['Int32', -5],
+    l: ['Int64', -9000000000000000000n],
+    f: ['Float', 1.5],
+    d: ['Double', 0.1],
+    s: ['String', 'héllo'],
+    y: ['Bytes', Buffer.from([0, 1, 2])],
+    ro: ['Int32', 3],
+  }, 'DBIRTH metrics, datatypes and values');
+  const plcBirth = await host.next((m) => m.type === 'DBIRTH' && m.device === 'plc', 0, 'DBIRTH plc');
+  t.equal(host.valueOf(plcBirth, 'hr'), 7, 'the pymodbus register in DBIRTH');
+  const aliases = [...nbirth.p.metrics, ...types.p.metrics, ...plcBirth.p.metrics].map((m) => m.alias).filter((a) => a !== undefined);
+  t.equal(new Set(aliases).size, aliases.length, 'aliases unique on the edge node');
+  t.equal(aliases.length, 1 + 8 + 1, 'every metric but bdSeq has one');
+
+  // DDATA on change, by alias only.
+  let from = host.seen.length;
+  await dev.set(1, 'hr', 0, [42]);
+  const changed = await host.next((m) => m.type === 'DDATA' && m.device === 'plc' && host.valueOf(m, 'hr') === 42, from, 'DDATA 42');
+  t.equal(changed.p.metrics[0]!.name, undefined, 'DDATA metrics carry the alias, not the name');
+  t.notOk(changed.p.metrics[0]!.isHistorical, 'live data is not historical');
+
+  // DCMD: each type, by alias (one by name); the written values come back in DDATA.
+  const writes: [string, string, unknown][] = [
+    ['b', 'Boolean', true],
+    ['i', 'Int16', -300],
+    ['l', 'UInt64', 9223372036854775807n],
+    ['f', 'Float', -2.25],
+    ['d', 'Double', 1e-300],
+    ['s', 'String', 'ünïcode ✓'],
+    ['y', 'Bytes', Buffer.from([255, 0, 128])],
+  ];
+  for (const [name, datatype, value] of writes) {
+    from = host.seen.length;
+    const m = name === 's' ? metric({ name, datatype, value }) : metric({ alias: host.alias('types', name), datatype, value });
+    await host.dcmd('types', [m]);
+    const want = datatype === 'Int16' ? value : value;
+    await host.next((x) => x.type === 'DDATA' && x.device === 'types' && JSON.stringify(String(host.valueOf(x, name))) === JSON.stringify(String(want)), from, `DDATA ${name}`);
+    t.pass(`DCMD ${datatype} ${String(value)} written to ${name}`);
+  }
+
+  // Refused: one past a LONG's maximum, UInt64's maximum, a READ channel, an unknown alias; a
+  // command with one refused metric writes nothing; the host gets the current value back.
+  for (const [label, metrics] of [
+    ['UInt64 2^63', [metric({ alias: host.alias('types', 'l'), datatype: 'UInt64', value: 9223372036854775808n })]],
+    ['UInt64 max', [metric({ alias: host.alias('types', 'l'), datatype: 'UInt64', value: 18446744073709551615n })]],
+    ['a READ channel beside a writable one', [metric({ name: 'i', datatype: 'Int32', value: 77 }), metric({ name: 'ro', datatype: 'Int32', value: 4 })]],
+    ['an unknown alias', [metric({ alias: 9999n, datatype: 'Int32', value: 4 })]],
+    ['one of two', [metric({ name: 'i', datatype: 'Int32', value: 77 }), metric({ name: 'l', datatype: 'Double', value: Number.NaN })]],
+  ] as [string, SparkplugMetric[]][]) {
+    from = host.seen.length;
+    const logged = d.logs.length;
+    await host.dcmd('types', metrics);
+    await until(() => d.logs.slice(logged).some((l) => l.includes('sparkplug DCMD refused')), 8000, `refusal of ${label} logged`);
+    t.pass(`${label} refused and logged`);
+  }
+  // The refusals answered with the current values (l still 2^63-1, i still -300: nothing half-written).
+  const current = await host.next((x) => x.type === 'DDATA' && x.device === 'types' && host.valueOf(x, 'i') !== undefined, from, 'DDATA current values');
+  t.equal(host.valueOf(current, 'i'), -300, 'i not written by the command whose other metric was refused');
+  t.equal(host.valueOf(current, 'l'), 9223372036854775807n, 'l unchanged');
+  await new Promise((r) => setTimeout(r, 300));
+  t.notOk(host.seen.slice(from).some((x) => x.type === 'DDATA' && host.valueOf(x, 'i') === 77), 'the value 77 never shows');
+
+  // Hostile commands: malformed protobuf, an unknown node control, a DCMD for no asset: logged, nothing else.
+  const logged = d.logs.length;
+  from = host.seen.length;
+  await host.client.publish(`spBv1.0/${G}/NCMD/${NODE}`, Buffer.from('ffffffffffffffffffffff', 'hex'), { qos: 0 });
+  await host.ncmd([metric({ name: 'Node Control/Reboot', datatype: 'Boolean', value: true })]);
+  await host.client.publish(`spBv1.0/${G}/DCMD/${NODE}/types`, Buffer.from('1205', 'hex'), { qos: 0 });
+  await host.dcmd('nosuch', [metric({ name: 'x', datatype: 'Int32', value: 1 })]);
+  await until(() => d.logs.slice(logged).filter((l) => l.includes('sparkplug message refused')).length >= 4, 8000, 'four refusals logged');
+  t.notOk(host.seen.slice(from).some((m) => m.type === 'NBIRTH' || m.type === 'DDATA'), 'nothing published for them');
+
+  // The pymodbus device stops: DDEATH; it answers again: DBIRTH with its value.
+  from = host.seen.length;
+  await dev.stop();
+  await host.next((m) => m.type === 'DDEATH' && m.device === 'plc', from, 'DDEATH plc', 15000);
+  t.pass('DDEATH when the device stops answering');
+  from = host.seen.length;
+  await dev.start();
+  await dev.set(1, 'hr', 0, [43]);
+  const again = await host.next((m) => m.type === 'DBIRTH' && m.device === 'plc', from, 'DBIRTH plc again', 15000);
+  t.equal(host.valueOf(again, 'hr'), 43, 'DBIRTH on recovery with the current value');
+
+  // Rebirth: NBIRTH (seq 0, the same bdSeq) and every DBIRTH again.
+  from = host.seen.length;
+  await host.ncmd([metric({ name: 'Node Control/Rebirth', datatype: 'Boolean', value: true })]);
+  const reborn = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after Rebirth');
+  t.equal(reborn.p.seq, 0n);
+  t.equal(reborn.p.metrics.find((m) => m.name === 'bdSeq')?.value, 0n, 'same bdSeq');
+  await host.next((m) => m.type === 'DBIRTH' && m.device === 'types', from, 'DBIRTH types again');
+  await host.next((m) => m.type === 'DBIRTH' && m.device === 'plc', from, 'DBIRTH plc again');
+  // By alias too.
+  from = host.seen.length;
+  await host.ncmd([metric({ alias: host.alias('', 'Node Control/Rebirth'), datatype: 'Boolean', value: true })]);
+  await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after Rebirth by alias');
+
+  // Assets added and removed at run time (SIGHUP): DBIRTH of the new one at its first poll, DDEATH of the removed one.
+  from = host.seen.length;
+  const cfg2 = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  delete cfg2.assets.plc;
+  cfg2.assets.extra = { 'driver.pid': 'sim', 'poll.interval': 100, channels: { x: mem('INTEGER', 9) } };
+  fs.writeFileSync(d.configFile, JSON.stringify(cfg2));
+  d.signal('SIGHUP');
+  await host.next((m) => m.type === 'DDEATH' && m.device === 'plc', from, 'DDEATH of the removed asset');
+  const extra = await host.next((m) => m.type === 'DBIRTH' && m.device === 'extra', from, 'DBIRTH of the added asset');
+  t.equal(host.valueOf(extra, 'x'), 9, 'an asset added at run time is born with its value');
+  t.notOk(host.seen.slice(from).some((m) => m.type === 'NBIRTH'), 'without a new NBIRTH');
+
+  // kill -9: the broker publishes the will, NDEATH with bdSeq 0 and no seq.
+  from = host.seen.length;
+  d.proc.kill('SIGKILL');
+  await d.exited;
+  const death = await host.next((m) => m.type === 'NDEATH', from, 'NDEATH will', 15000);
+  t.equal(death.p.metrics.find((m) => m.name === 'bdSeq')?.value, 0n, 'NDEATH bdSeq matches the NBIRTH');
+
+  // A restart on the same dataDir: bdSeq 1.
+  from = host.seen.length;
+  const d2 = await startDaemon(t, config, { dir: d.dir });
+  const nb2 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after restart');
+  t.equal(nb2.p.metrics.find((m) => m.name === 'bdSeq')?.value, 1n, 'bdSeq one more after a restart');
+  await host.next((m) => m.type === 'DBIRTH' && m.device === 'types', from, 'DBIRTH after restart');
+  // A clean stop publishes NDEATH with the same bdSeq before DISCONNECT.
+  from = host.seen.length;
+  await d2.stop();
+  const death2 = await host.next((m) => m.type === 'NDEATH', from, 'NDEATH at stop');
+  t.equal(death2.p.metrics.find((m) => m.name === 'bdSeq')?.value, 1n);
+
+  t.same(seqProblems(host.seen), [], 'seq continuous over every message');
+});
+
+t.test('a primary host: nothing born while it is offline, then NBIRTH first and the held data in order', mosquittoSkip(), async (t) => {
+  const broker = await startMosquitto();
+  t.teardown(() => broker.close());
+  const host = new Host(broker.url, 'scada');
+  await host.start();
+  t.teardown(() => host.client.end());
+  const state = (online: boolean, timestamp: number) => host.client.publish('spBv1.0/STATE/scada', Buffer.from(JSON.stringify({ online, timestamp })), { qos: 1, retain: true });
+  await state(false, 1000);
+
+  const d = await startDaemon(t, {
+    assets: { counter: { 'driver.pid': 'sim', 'poll.interval': 10, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } } },
+    mqtt: { enabled: true, type: 'sparkplug', 'broker-url': broker.url, 'client-id': NODE, 'sparkplug.group.id': G, 'sparkplug.primary.host.id': 'scada', 'keep-alive': 5 },
+  });
+  await d.waitForLog(/msg="mqtt connected"/);
+  await d.waitForLog(/msg="sparkplug primary host".*online=false/);
+  await new Promise((r) => setTimeout(r, 700));
+  t.same(host.seen.map((m) => m.type), [], 'nothing published while the host is offline');
+
+  // A STATE that is not Sparkplug 3.0's JSON (2.2's plain text, garbage) is ignored, and logged.
+  const logged = d.logs.length;
+  await host.client.publish('spBv1.0/STATE/scada', Buffer.from('ONLINE'), { qos: 1 });
+  await host.client.publish('spBv1.0/STATE/scada', Buffer.from('{"online":"yes"}'), { qos: 1 });
+  await until(() => d.logs.slice(logged).filter((l) => l.includes('sparkplug message refused')).length >= 2, 8000, 'bad STATEs logged');
+  t.same(host.seen.map((m) => m.type), [], 'and nothing born for them');
+
+  // Online: NBIRTH first, DBIRTH, then the held DDATA, historical, in order.
+  await state(true, 2000);
+  const nb = await host.next((m) => m.type === 'NBIRTH', 0, 'NBIRTH');
+  t.equal(host.seen.indexOf(nb), 0, 'NBIRTH is the first message');
+  t.equal(host.seen[1]?.type, 'DBIRTH', 'then the DBIRTH');
+  // Past 255 messages: seq wraps to 0.
+  await until(() => host.seen.filter((m) => m.type === 'DDATA').length >= 300, 15000, '300 DDATA');
+  t.ok(host.seen.some((m, i) => m.type === 'DDATA' && m.p.seq === 0n && host.seen[i - 1]?.p.seq === 255n), 'seq 255 is followed by 0');
+  const data = host.seen.filter((m) => m.type === 'DDATA');
+  const held = data.filter((m) => m.p.metrics[0]!.isHistorical);
+  t.ok(held.length >= 5, `${held.length} held messages published as historical`);
+  const values = data.map((m) => host.valueOf(m, 'n') as number);
+  t.same(values, [...values].sort((a, b) => a - b), 'in order');
+  const firstLive = data.findIndex((m) => !m.p.metrics[0]!.isHistorical);
+  t.ok(firstLive === -1 || data.slice(firstLive).every((m) => !m.p.metrics[0]!.isHistorical), 'historical ones first, then live');
+
+  // An older STATE is ignored; a newer offline one ends the session (NDEATH) and the node waits.
+  let from = host.seen.length;
+  await state(false, 1500);
+  await new Promise((r) => setTimeout(r, 500));
+  t.notOk(host.seen.slice(from).some((m) => m.type === 'NDEATH'), 'an older STATE is ignored');
+  from = host.seen.length;
+  await state(false, 3000);
+  const death = await host.next((m) => m.type === 'NDEATH', from, 'NDEATH when the host goes offline');
+  t.equal(death.p.metrics.find((m) => m.name === 'bdSeq')?.value, 0n, 'with the session bdSeq');
+  await new Promise((r) => setTimeout(r, 500));
+  t.notOk(host.seen.slice(from).some((m) => m.type === 'NBIRTH'), 'no NBIRTH while the host is offline');
+  await state(true, 4000);
+  const nb2 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH when the host is back');
+  t.equal(nb2.p.metrics.find((m) => m.name === 'bdSeq')?.value, 1n, 'a new session: bdSeq 1');
+  t.same(seqProblems(host.seen), [], 'seq continuous');
+});
