@@ -36,10 +36,10 @@ export function* configurationDtos(shown: Iterable<Shown>, raw: Raw, registry: D
   }
 }
 
-/** The AD of a channel property, as ocdDto writes `{ ...ad, id: <ch>#<id>, name: <ch>#<id> }`. */
+/** The AD of a channel property, as ocdDto writes `{ ...ad, id: <ch>#<id> }`, named by its label (else `<ch>#<id>`). */
 function channelAdOf(a: AttributeDef): (ch: string) => AdDto {
   const template = ocdDto({ id: '', name: '', ads: [{ ...a }] }).ad![0] as AdDto;
-  return (ch) => ({ ...template, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` });
+  return (ch) => ({ ...template, id: `${ch}#${a.id}`, name: a.name ?? `${ch}#${a.id}` });
 }
 
 function assetDto(c: AssetSource, def: AssetDefinition, definition: boolean): ConfigurationDto {
