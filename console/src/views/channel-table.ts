@@ -34,6 +34,8 @@ const TAIL = ['+unit', '+scale', '+offset'];
 export const PAGE = 1000;
 
 interface Row {
+  /** Stable while the table lives: the `data-i` of its table rows. */
+  id: number;
   /** The channel's name when loaded; undefined for a new row. */
   orig?: string;
   values: Record<string, string | boolean>;
@@ -54,6 +56,8 @@ export class ChannelTable {
   readonly details: Ad[];
   private readonly byId = new Map<string, Ad>();
   private rows: Row[] = [];
+  private nextId = 0;
+  private rowTemplate?: HTMLTableRowElement;
   private page = 0;
   private readonly tbody = h('tbody');
   private readonly pager = h('p', { class: 'pager' });
@@ -84,10 +88,30 @@ export class ChannelTable {
     this.bulkValue.setAttribute('aria-label', 'Value to set');
 
     const head = h('tr', null, h('th', { scope: 'col', class: 'sel' }, this.all), this.columns.map((a) => h('th', { scope: 'col', title: unitOf(a).text ?? '' }, labelOf(a))), h('th', { scope: 'col' }, h('span', { class: 'sr' }, 'Actions')));
-    const table = h('table', { class: 'channels' }, h('caption', { class: 'sr' }, 'Channels'), h('thead', null, head), this.tbody);
+    // Fixed column widths: the browser lays out 500 rows without measuring every cell first.
+    const widths = [3, ...this.columns.map((a) => (a.id === '+name' ? 10 : a.type === 'BOOLEAN' ? 5 : a.option?.length ? 12 : NUMS.test(a.type) ? 6.5 : 8)), 17];
+    const table = h('table', { class: 'channels' }, h('caption', { class: 'sr' }, 'Channels'),
+      h('colgroup', null, widths.map((w) => h('col', { width: `${w * 16}` }))), h('thead', null, head), this.tbody);
+    table.style.width = `${widths.reduce((a, b) => a + b, 0)}rem`;
     table.addEventListener('input', (e) => this.edited(e.target as HTMLElement));
-    table.addEventListener('change', (e) => this.edited(e.target as HTMLElement));
+    table.addEventListener('change', (e) => {
+      const el = e.target as HTMLElement;
+      this.edited(el);
+      // A renamed channel: its controls' labels name it anew.
+      const at = el.dataset.k === '+name' ? this.rowOf(el) : undefined;
+      if (at) this.redraw(at.r);
+    });
     table.addEventListener('click', (e) => this.clicked(e.target as HTMLElement));
+    table.addEventListener('focusin', (e) => {
+      const c = e.target as HTMLElement;
+      if (c instanceof HTMLTableCellElement && c.dataset.k) this.activate(c);
+      else if (c.dataset.list && !c.hasAttribute('list')) c.setAttribute('list', c.dataset.list);
+    });
+    table.addEventListener('focusout', (e) => {
+      const c = e.target as HTMLInputElement;
+      const td = c.parentElement;
+      if (td instanceof HTMLTableCellElement && td.classList.contains('v') && c.dataset.k) this.deactivate(td, c);
+    });
     this.all.addEventListener('change', () => {
       for (const r of this.shownRows()) r.selected = this.all.checked;
       for (const c of this.tbody.querySelectorAll<HTMLInputElement>('input[data-k="#sel"]')) c.checked = this.all.checked;
@@ -112,7 +136,7 @@ export class ChannelTable {
   }
 
   private loaded(ch: string): Row {
-    const r: Row = { orig: ch, values: {}, initial: {}, types: {}, errors: {}, selected: false, open: false };
+    const r: Row = { id: this.nextId++, orig: ch, values: {}, initial: {}, types: {}, errors: {}, selected: false, open: false };
     for (const ad of this.byId.values()) {
       const p = ad.id === '+name' ? { type: 'STRING', value: ch } : this.props[`${ch}#${ad.id}`];
       r.values[ad.id] = shown(ad, p?.value ?? (ad.id === '+enabled' ? true : undefined));
@@ -124,7 +148,7 @@ export class ChannelTable {
 
   /** A new row: the definition's defaults (a default outside the AD's bounds means "unset"). */
   private fresh(): Row {
-    const r: Row = { values: {}, initial: {}, types: {}, errors: {}, selected: false, open: false };
+    const r: Row = { id: this.nextId++, values: {}, initial: {}, types: {}, errors: {}, selected: false, open: false };
     for (const ad of this.byId.values()) {
       let d: string | undefined = ad.defaultValue;
       if (d !== undefined && NUMS.test(ad.type) && ((ad.min !== undefined && Number(d) < Number(ad.min)) || (ad.max !== undefined && Number(d) > Number(ad.max)))) d = undefined;
@@ -155,7 +179,9 @@ export class ChannelTable {
         // (500 rows × 4 option columns), and a value outside the options is shown and flagged.
         const list = h('datalist', { id: uid('dl') }, ad.option.map((o) => h('option', { value: o.value }, o.label)));
         this.lists.append(list);
-        t = h('input', { type: 'text', list: list.id, size: 10, autocomplete: 'off', spellcheck: 'false', autocapitalize: 'none' });
+        // The list is attached when the control is focused: a list on every cell costs Chromium a
+        // shadow tree per input at render time.
+        t = h('input', { type: 'text', 'data-list': list.id, size: 10, autocomplete: 'off', spellcheck: 'false', autocapitalize: 'none' });
       }
       else if (NUMS.test(ad.type)) t = h('input', { type: 'text', inputmode: INTS.test(ad.type) ? 'numeric' : 'decimal', size: 6, autocomplete: 'off' });
       else t = h('input', { type: 'text', size: ad.id === '+name' ? 14 : 10, autocomplete: 'off', spellcheck: 'false', autocapitalize: 'none' });
@@ -165,44 +191,111 @@ export class ChannelTable {
     return t.cloneNode(true) as HTMLInputElement;
   }
 
+  /** A cell with its control (the details of a row: a few, always as controls). */
   private cell(r: Row, ad: Ad, name: string): HTMLElement {
-    const c = this.control(ad);
-    const v = r.values[ad.id];
-    if (c.type === 'checkbox') c.checked = v === true;
-    else c.value = String(v);
-    c.setAttribute('aria-label', `${ad.name ?? ad.id} of ${name}`);
-    const err = r.errors[ad.id];
     const td = document.createElement('td');
-    td.dataset.label = ad.name ?? ad.id;
-    td.append(c);
-    if (err) {
-      c.setAttribute('aria-invalid', 'true');
-      td.append(h('small', { class: 'cell-error', role: 'alert' }, err));
-    }
+    td.append(this.control(ad));
+    this.fill(td, r, ad, name);
     return td;
   }
 
-  private rowEl(r: Row, i: number): DocumentFragment {
-    const f = document.createDocumentFragment();
-    const name = String(r.values['+name']);
+  /**
+   * Puts row `r`'s value of `ad` (and its message) into cell `td`. A checkbox is a control; any other
+   * value is shown as the cell's text, and becomes an input when the cell is focused ({@link activate}):
+   * a text input costs Chromium a shadow tree and its layout, and 500 rows have 5,000 of them.
+   */
+  private fill(td: HTMLElement, r: Row, ad: Ad, name: string): void {
+    const v = r.values[ad.id];
+    const label = `${ad.name ?? ad.id} of ${name}`;
+    const err = r.errors[ad.id];
+    const c = td.firstChild as HTMLInputElement | null;
+    if (c instanceof HTMLInputElement) {
+      if (c.type === 'checkbox') c.checked = v === true;
+      else c.value = String(v);
+      c.setAttribute('aria-label', label);
+      if (err) c.setAttribute('aria-invalid', 'true');
+    } else {
+      td.textContent = String(v);
+      td.setAttribute('aria-label', label);
+      if (err) td.setAttribute('aria-invalid', 'true');
+    }
+    if (err) td.append(h('small', { class: 'cell-error', role: 'alert' }, err));
+  }
+
+  /** A text cell becomes its input, focused, with the cell's label and message. */
+  private activate(td: HTMLTableCellElement): void {
+    const at = this.rowOf(td);
+    const ad = this.byId.get(td.dataset.k!);
+    if (!at || !ad) return;
+    const c = this.control(ad);
+    c.value = String(at.r.values[ad.id]);
+    c.setAttribute('aria-label', td.getAttribute('aria-label') ?? '');
+    if (c.dataset.list) c.setAttribute('list', c.dataset.list);
+    const err = td.querySelector('small.cell-error');
+    if (err) c.setAttribute('aria-invalid', 'true');
+    td.removeAttribute('aria-label');
+    td.removeAttribute('aria-invalid');
+    td.removeAttribute('tabindex');
+    td.replaceChildren(c, ...(err ? [err] : []));
+    c.focus();
+  }
+
+  /** Back to text when the input loses the focus (its value is in the row already). */
+  private deactivate(td: HTMLTableCellElement, c: HTMLInputElement): void {
+    const at = this.rowOf(td);
+    if (!at) return;
+    const label = c.getAttribute('aria-label') ?? '';
+    const err = at.r.errors[c.dataset.k!];
+    td.textContent = String(at.r.values[c.dataset.k!]);
+    td.setAttribute('aria-label', label);
+    td.tabIndex = 0;
+    if (err) {
+      td.setAttribute('aria-invalid', 'true');
+      td.append(h('small', { class: 'cell-error', role: 'alert' }, err));
+    }
+  }
+
+  /** A row's cells without values, cloned for every row (one deep clone instead of a node at a time). */
+  private template(): HTMLTableRowElement {
+    if (this.rowTemplate) return this.rowTemplate;
     const tr = document.createElement('tr');
-    tr.dataset.i = String(i);
-    if (r.orig === undefined) tr.className = 'new';
-    const sel = h('input', { type: 'checkbox', checked: r.selected, 'aria-label': `Select ${name}` });
+    const sel = h('input', { type: 'checkbox' });
     sel.dataset.k = '#sel';
     tr.append(h('td', { class: 'sel' }, sel));
-    for (const ad of this.columns) tr.append(this.cell(r, ad, name));
-    const rowErr = r.errors['#row'];
+    for (const ad of this.columns) {
+      if (ad.type === 'BOOLEAN') tr.append(h('td', null, this.control(ad)));
+      else tr.append(h('td', { class: 'v', 'data-k': ad.id, tabindex: 0 }));
+    }
     tr.append(h('td', { class: 'actions' },
-      h('button', { type: 'button', class: 'secondary', 'data-act': 'details', 'aria-expanded': String(r.open), 'aria-label': `Details of ${name}` }, 'More'),
-      h('button', { type: 'button', class: 'secondary', 'data-act': 'dup', 'aria-label': `Duplicate ${name}` }, 'Duplicate'),
-      h('button', { type: 'button', class: 'danger', 'data-act': 'del', 'aria-label': `Remove ${name}` }, 'Remove'),
-      rowErr ? h('small', { class: 'cell-error', role: 'alert' }, rowErr) : null));
+      h('button', { type: 'button', class: 'secondary', 'data-act': 'details', 'aria-expanded': 'false' }, 'More'),
+      h('button', { type: 'button', class: 'secondary', 'data-act': 'dup' }, 'Duplicate'),
+      h('button', { type: 'button', class: 'danger', 'data-act': 'del' }, 'Remove')));
+    return (this.rowTemplate = tr);
+  }
+
+  private rowEl(r: Row): DocumentFragment {
+    const f = document.createDocumentFragment();
+    const name = String(r.values['+name']);
+    const tr = this.template().cloneNode(true) as HTMLTableRowElement;
+    tr.dataset.i = String(r.id);
+    if (r.orig === undefined) tr.className = 'new';
+    const tds = tr.children;
+    const sel = tds[0].firstChild as HTMLInputElement;
+    sel.checked = r.selected;
+    sel.setAttribute('aria-label', `Select ${name}`);
+    this.columns.forEach((ad, j) => this.fill(tds[j + 1] as HTMLElement, r, ad, name));
+    const actions = tds[tds.length - 1];
+    const [more, dup, del] = actions.children;
+    more.setAttribute('aria-expanded', String(r.open));
+    more.setAttribute('aria-label', `Details of ${name}`);
+    dup.setAttribute('aria-label', `Duplicate ${name}`);
+    del.setAttribute('aria-label', `Remove ${name}`);
+    if (r.errors['#row']) actions.append(h('small', { class: 'cell-error', role: 'alert' }, r.errors['#row']));
     f.append(tr);
     if (r.open) {
       const d = document.createElement('tr');
       d.className = 'detail';
-      d.dataset.i = String(i);
+      d.dataset.i = String(r.id);
       const box = h('td', { colspan: this.columns.length + 2 });
       for (const ad of this.details) {
         const td = this.cell(r, ad, name);
@@ -220,10 +313,16 @@ export class ChannelTable {
     const pages = Math.max(1, Math.ceil(this.rows.length / PAGE));
     this.page = Math.min(this.page, pages - 1);
     const f = document.createDocumentFragment();
-    const from = this.page * PAGE;
-    this.shownRows().forEach((r, j) => f.append(this.rowEl(r, from + j)));
+    for (const r of this.shownRows()) f.append(this.rowEl(r));
     this.tbody.replaceChildren(f);
     this.all.checked = false;
+    this.counts();
+  }
+
+  /** The count of channels, and the page buttons when there is more than a page. */
+  private counts(): void {
+    const pages = Math.max(1, Math.ceil(this.rows.length / PAGE));
+    const from = this.page * PAGE;
     replace(this.pager, `${this.rows.length} channel${this.rows.length === 1 ? '' : 's'}`,
       pages > 1 ? [` · rows ${from + 1}–${Math.min(from + PAGE, this.rows.length)} `,
         h('button', { type: 'button', class: 'secondary', 'data-act': 'prev', disabled: this.page === 0 }, 'Previous rows'), ' ',
@@ -231,9 +330,26 @@ export class ChannelTable {
   }
 
   private rowOf(el: HTMLElement): { r: Row; i: number } | undefined {
-    const tr = el.closest('tr');
-    const i = tr?.dataset.i === undefined ? NaN : Number(tr.dataset.i);
-    return Number.isInteger(i) && this.rows[i] ? { r: this.rows[i], i } : undefined;
+    const id = el.closest('tr')?.dataset.i;
+    const i = id === undefined ? -1 : this.rows.findIndex((r) => r.id === Number(id));
+    return i < 0 ? undefined : { r: this.rows[i], i };
+  }
+
+  /** The table rows of row `r` on the page (its row, and its details when open). */
+  private trsOf(r: Row): HTMLTableRowElement[] {
+    return [...this.tbody.querySelectorAll<HTMLTableRowElement>(`tr[data-i="${r.id}"]`)];
+  }
+
+  /** Row `r` drawn again in place (after its details opened or closed, or new messages). */
+  private redraw(r: Row): void {
+    const old = this.trsOf(r);
+    if (!old.length) return;
+    old[0].before(this.rowEl(r));
+    for (const x of old) x.remove();
+  }
+
+  private onPage(i: number): boolean {
+    return Math.floor(i / PAGE) === this.page;
   }
 
   private edited(el: HTMLElement): void {
@@ -289,42 +405,69 @@ export class ChannelTable {
     const act = b.dataset.act;
     const at = this.rowOf(b);
     if (act === 'add') {
-      this.rows.push(this.fresh());
-      this.page = Math.floor((this.rows.length - 1) / PAGE);
-      this.render();
-      this.focusRow(this.rows.length - 1);
+      const r = this.fresh();
+      this.rows.push(r);
+      const i = this.rows.length - 1;
+      if (this.onPage(i)) {
+        this.tbody.append(this.rowEl(r));
+        this.counts();
+      } else {
+        this.page = Math.floor(i / PAGE);
+        this.render();
+      }
+      this.focusRow(r);
     } else if (act === 'dup' && at) {
-      const copy: Row = { values: { ...at.r.values }, initial: {}, types: { ...at.r.types }, errors: {}, selected: false, open: false };
+      const copy: Row = { id: this.nextId++, values: { ...at.r.values }, initial: {}, types: { ...at.r.types }, errors: {}, selected: false, open: false };
       copy.values['+name'] = this.freeName(`${at.r.values['+name']}-`, 2);
       this.rows.splice(at.i + 1, 0, copy);
-      this.render();
-      this.focusRow(at.i + 1);
+      const trs = this.trsOf(at.r);
+      trs[trs.length - 1].after(this.rowEl(copy));
+      this.counts();
+      this.focusRow(copy);
     } else if (act === 'del' && at) {
       this.rows.splice(at.i, 1);
-      this.render();
+      for (const x of this.trsOf(at.r)) x.remove();
+      this.counts();
       this.note.textContent = `Channel ${at.r.values['+name']} removed (saved with the asset).`;
     } else if (act === 'details' && at) {
       at.r.open = !at.r.open;
-      this.render();
+      this.redraw(at.r);
     } else if (act === 'remove-selected') {
-      const n = this.rows.filter((r) => r.selected).length;
+      const gone = this.rows.filter((r) => r.selected);
       this.rows = this.rows.filter((r) => !r.selected);
-      this.render();
-      this.note.textContent = `${n} channel${n === 1 ? '' : 's'} removed (saved with the asset).`;
+      for (const r of gone) for (const x of this.trsOf(r)) x.remove();
+      this.counts();
+      this.note.textContent = `${gone.length} channel${gone.length === 1 ? '' : 's'} removed (saved with the asset).`;
     } else if (act === 'bulk') {
       const k = this.bulkKey.value;
       const ad = this.byId.get(k)!;
-      const c = this.bulkValue as HTMLInputElement;
+      const c = this.bulkValue;
       const v = c.type === 'checkbox' ? c.checked : c.value;
       const picked = this.rows.filter((r) => r.selected);
-      const why = this.check(ad, v, picked[0]);
+      const why = picked.length ? this.check(ad, v, picked[0]) : 'select rows first';
       if (why) return void (this.note.textContent = `${ad.name ?? ad.id}: ${why}`);
+      const j = this.columns.indexOf(ad);
+      const shown = new Map<string, HTMLTableRowElement>();
+      if (j >= 0) for (const tr of this.tbody.querySelectorAll<HTMLTableRowElement>('tr:not(.detail)')) shown.set(tr.dataset.i!, tr);
       for (const r of picked) {
         r.values[k] = v;
         delete r.errors[k];
+        const tr = shown.get(String(r.id));
+        if (!tr) {
+          if (r.open) this.redraw(r);
+          continue;
+        }
+        const td = tr.children[j + 1] as HTMLElement;
+        const x = td.firstChild;
+        if (x instanceof HTMLInputElement) {
+          if (x.type === 'checkbox') x.checked = v === true;
+          else x.value = String(v);
+          this.mark(x, undefined);
+        } else {
+          td.removeAttribute('aria-invalid');
+          this.fill(td, r, ad, String(r.values['+name']));
+        }
       }
-      this.render();
-      for (const r of picked) r.selected = false;
       this.note.textContent = `${ad.name ?? ad.id} set on ${picked.length} channel${picked.length === 1 ? '' : 's'}.`;
     } else if (act === 'prev' || act === 'next') {
       this.page += act === 'next' ? 1 : -1;
@@ -332,8 +475,8 @@ export class ChannelTable {
     }
   }
 
-  private focusRow(i: number): void {
-    const c = this.tbody.querySelector<HTMLElement>(`tr[data-i="${i}"] [data-k="+name"]`);
+  private focusRow(r: Row): void {
+    const c = this.tbody.querySelector<HTMLElement>(`tr[data-i="${r.id}"] [data-k="+name"]`);
     c?.focus();
     c?.scrollIntoView({ block: 'nearest' });
   }
@@ -396,6 +539,31 @@ export class ChannelTable {
   }
 
   /**
+   * After configuration/v2 applied `sent` (what {@link changes} gave): the table's rows are the
+   * asset's channels as stored now, without reading them again.
+   */
+  saved(sent: Record<string, Prop>): void {
+    for (const [k, p] of Object.entries(sent)) {
+      if (!k.includes('#')) continue;
+      if (p.value === undefined) delete this.props[k];
+      else this.props[k] = p;
+    }
+    for (const r of this.rows) {
+      r.orig = String(r.values['+name']).trim();
+      r.errors = {};
+      for (const k of Object.keys(r.values)) {
+        const p = this.prop(r, k);
+        r.initial[k] = JSON.stringify(p ?? null);
+        if (p) r.types[k] = p.type;
+      }
+    }
+    for (const tr of this.tbody.querySelectorAll('tr.new')) tr.classList.remove('new');
+    for (const x of this.tbody.querySelectorAll('.cell-error')) x.remove();
+    for (const x of this.tbody.querySelectorAll('[aria-invalid]')) x.removeAttribute('aria-invalid');
+    this.note.textContent = '';
+  }
+
+  /**
    * The server's refusal on its cell: each `Invalid configuration of <pid>, property <ch>#<key>: <problem>`
    * goes to channel `<ch>`'s cell (or its row, for a key in the details). The rest is returned.
    */
@@ -425,7 +593,8 @@ export class ChannelTable {
   private showRow(i: number): void {
     this.page = Math.floor(i / PAGE);
     this.render();
-    const c = this.tbody.querySelector<HTMLElement>(`tr[data-i="${i}"] [aria-invalid=true]`) ?? this.tbody.querySelector<HTMLElement>(`tr[data-i="${i}"] .cell-error`);
+    const id = this.rows[i].id;
+    const c = this.tbody.querySelector<HTMLElement>(`tr[data-i="${id}"] [aria-invalid=true]`) ?? this.tbody.querySelector<HTMLElement>(`tr[data-i="${id}"] .cell-error`);
     c?.focus();
     c?.scrollIntoView({ block: 'nearest' });
   }

@@ -15,7 +15,7 @@ const VALUE_TYPES = ['BOOLEAN', 'BYTE_ARRAY', 'DOUBLE', 'FLOAT', 'INTEGER', 'LON
 const HIDDEN = /^(kura\.service\.pid|service\.(factoryPid|pid))$/;
 
 type Ad = TableAd;
-interface Prop { type: string; value: unknown }
+interface Prop { type: string; value?: unknown }
 interface Cfg { pid: string; definition?: { ad?: Ad[] }; properties: Record<string, Prop> }
 interface Comp { pid: string; factoryPid?: string }
 
@@ -303,13 +303,23 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
         if (p && JSON.stringify(p) !== f.initial) properties[k] = p;
       }
       for (const x of extra) Object.assign(properties, x());
+      let sent: Record<string, Prop> | undefined;
       if (channels) {
-        const ch = channels.changes();
-        if (!ch) return void (top.textContent = 'Not saved: see the messages in the channel table.');
-        Object.assign(properties, ch);
+        sent = channels.changes();
+        if (!sent) return void (top.textContent = 'Not saved: see the messages in the channel table.');
+        Object.assign(properties, sent);
       }
       try {
         const r = await call<{ message?: string } | undefined>('PUT', `${C}/configurableComponents/configurations/_update`, { configs: [{ pid, properties }], takeSnapshot: true });
+        if (channels) {
+          // 500 channels are not read and drawn again: the table takes what was applied.
+          channels.saved(sent!);
+          showErrors('', fields, top);
+          top.textContent = '';
+          for (const f of fields.values()) f.initial = JSON.stringify(f.read());
+          status.textContent = r?.message ?? 'Saved and applied.';
+          return;
+        }
         await editor(root, pid);
         root.querySelector('[role=status]')!.textContent = r?.message ?? 'Saved and applied.';
       } catch (e) {
