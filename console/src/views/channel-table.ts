@@ -89,7 +89,7 @@ export class ChannelTable {
 
     const head = h('tr', null, h('th', { scope: 'col', class: 'sel' }, this.all), this.columns.map((a) => h('th', { scope: 'col', title: unitOf(a).text ?? '' }, labelOf(a))), h('th', { scope: 'col' }, h('span', { class: 'sr' }, 'Actions')));
     // Fixed column widths: the browser lays out 500 rows without measuring every cell first.
-    const widths = [3, ...this.columns.map((a) => (a.id === '+name' ? 10 : a.type === 'BOOLEAN' ? 5 : a.option?.length ? 12 : NUMS.test(a.type) ? 6.5 : 8)), 17];
+    const widths = [2.5, ...this.columns.map((a) => (a.id === '+name' ? 8 : a.type === 'BOOLEAN' ? 4.5 : a.option?.length ? 10 : NUMS.test(a.type) ? 5 : 6)), 15];
     const table = h('table', { class: 'channels' }, h('caption', { class: 'sr' }, 'Channels'),
       h('colgroup', null, widths.map((w) => h('col', { width: `${w * 16}` }))), h('thead', null, head), this.tbody);
     table.style.width = `${widths.reduce((a, b) => a + b, 0)}rem`;
@@ -264,7 +264,8 @@ export class ChannelTable {
     tr.append(h('td', { class: 'sel' }, sel));
     for (const ad of this.columns) {
       if (ad.type === 'BOOLEAN') tr.append(h('td', null, this.control(ad)));
-      else tr.append(h('td', { class: 'v', 'data-k': ad.id, tabindex: 0 }));
+      // An empty cell shows the default that applies, greyed (style.css).
+      else tr.append(h('td', { class: 'v', 'data-k': ad.id, tabindex: 0, 'data-default': ad.defaultValue || null }));
     }
     tr.append(h('td', { class: 'actions' },
       h('button', { type: 'button', class: 'secondary', 'data-act': 'details', 'aria-expanded': 'false' }, 'More'),
@@ -478,7 +479,7 @@ export class ChannelTable {
   private focusRow(r: Row): void {
     const c = this.tbody.querySelector<HTMLElement>(`tr[data-i="${r.id}"] [data-k="+name"]`);
     c?.focus();
-    c?.scrollIntoView({ block: 'nearest' });
+    c?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   }
 
   /** A row's property of key `k` as configuration/v2 takes it, or undefined when empty. */
@@ -596,6 +597,6 @@ export class ChannelTable {
     const id = this.rows[i].id;
     const c = this.tbody.querySelector<HTMLElement>(`tr[data-i="${id}"] [aria-invalid=true]`) ?? this.tbody.querySelector<HTMLElement>(`tr[data-i="${id}"] .cell-error`);
     c?.focus();
-    c?.scrollIntoView({ block: 'nearest' });
+    c?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   }
 }

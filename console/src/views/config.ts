@@ -1,5 +1,6 @@
-// Configuration (rest.configuration): driver instances and assets with their channels, edited
-// through configuration/v2 with the API's validation messages next to the field they name;
+// Configuration (rest.configuration): driver instances and assets, edited through configuration/v2
+// with the API's validation messages next to the field they name, every field labelled from its
+// definition (name, unit, description, default); an asset's channels as a table (channel-table.ts);
 // snapshots: take, list, download, roll back.
 
 import { call, get, post } from '../api';
