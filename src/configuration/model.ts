@@ -292,7 +292,7 @@ const CHANNEL_ADS = ads([
 ]);
 const ASSET_ADS = [...ads([['asset.desc', 'S'], ['driver.pid', 'S']]), ...adsOfSpec(ASSET_TIMES)];
 for (const a of [...CHANNEL_ADS.slice(0, 4), ASSET_ADS[1]]) a.required = true;
-/** Labels of the asset and generic channel properties (docs/configuration.md "Assets"). */
+/** Labels of the asset and generic channel properties (docs/configuration.md "`assets`: assets and channels"). */
 const LABELS: Record<string, PropertyLabel> = {
   '+name': { name: 'Name', description: 'The channel name: letters, digits and . _ - (no space, /, + or ,).' },
   '+enabled': { name: 'Enabled', description: 'Whether the channel is read, written and published.' },
