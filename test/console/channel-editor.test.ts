@@ -110,6 +110,9 @@ t.test(`the channel table of a ${CHANNELS}-channel Modbus asset`, async (t) => {
     const dup = 'ch3-2';
     await row(page, dup).waitFor();
     await edit(page, dup, 'Address', '1003');
+    await edit(page, 'ch11', 'Name', 'flow');
+    await page.locator('details.help > summary').focus(); // the name is taken when the cell is left
+    await cell(page, 'flow', 'Address').waitFor();
     await button(page, 'Remove ch499').click();
     t.equal(await row(page, 'ch499').count(), 0, 'removed from the table');
     await save(page);
@@ -118,6 +121,7 @@ t.test(`the channel table of a ${CHANNELS}-channel Modbus asset`, async (t) => {
     t.same([p[`${added}#memory.address`]?.value, p[`${added}#+scale`]?.value, p[`${added}#+offset`]?.value, p[`${added}#+enabled`]?.value, p[`${added}#+unit`]?.value, p[`${added}#+type`]?.value], [900, 1, 0, true, 'bar', 'READ'], 'the added channel, with its defaults');
     t.same([p[`${dup}#memory.address`]?.value, p[`${dup}#+unit`]?.value, p[`${dup}#primary.table`]?.value], [1003, 'kPa', 'HOLDING_REGISTERS'], 'the duplicate, with the copied values');
     t.notOk(Object.keys(p).some((k) => k.startsWith('ch499#')), 'the removed channel is gone');
+    t.same([p['flow#memory.address']?.value, p['flow#+unit']?.value, Object.keys(p).some((k) => k.startsWith('ch11#'))], [12, 'kPa', false], 'the renamed channel, under its new name only');
     t.equal(await page.locator('table.channels tbody tr:not(.detail)').count(), CHANNELS + 1, 'the table after the save');
   });
 
