@@ -78,14 +78,18 @@ export class ChannelTable {
     this.details = ids.filter((k) => !cols.includes(k)).map((k) => this.byId.get(k)!);
     for (const ch of names) this.rows.push(this.loaded(ch));
     this.bulkKey = h('select', { 'aria-label': 'Column to set' }, this.columns.filter((a) => a.id !== '+name').map((a) => h('option', { value: a.id }, labelOf(a))));
-    this.bulkValue = this.control(this.columns.find((a) => a.id !== '+name') ?? this.columns[0]);
+    const bulkControl = (ad: Ad) => {
+      const c = this.control(ad);
+      c.setAttribute('aria-label', 'Value to set');
+      if (c.dataset.list) c.setAttribute('list', c.dataset.list);
+      return c;
+    };
+    this.bulkValue = bulkControl(this.columns.find((a) => a.id !== '+name') ?? this.columns[0]);
     this.bulkBox.append(this.bulkValue);
     this.bulkKey.addEventListener('change', () => {
-      this.bulkValue = this.control(this.byId.get(this.bulkKey.value)!);
-      this.bulkValue.setAttribute('aria-label', 'Value to set');
+      this.bulkValue = bulkControl(this.byId.get(this.bulkKey.value)!);
       this.bulkBox.replaceChildren(this.bulkValue);
     });
-    this.bulkValue.setAttribute('aria-label', 'Value to set');
 
     const head = h('tr', null, h('th', { scope: 'col', class: 'sel' }, this.all), this.columns.map((a) => h('th', { scope: 'col', title: unitOf(a).text ?? '' }, labelOf(a))), h('th', { scope: 'col' }, h('span', { class: 'sr' }, 'Actions')));
     // Fixed column widths: the browser lays out 500 rows without measuring every cell first.
