@@ -101,6 +101,9 @@ t.test('configuration/v2', async (t) => {
     t.same(Object.keys(ad), ['name', 'description', 'id', 'type', 'cardinality', 'min', 'max', 'defaultValue', 'isRequired']);
     t.same(ad, { name: 'Poll interval', description: 'Read the asset this often and publish changes as telemetry; 0 reads only on request. Unit: ms.', id: 'poll.interval', type: 'INTEGER', cardinality: 0, min: '0', max: '86400000', defaultValue: '0', isRequired: false });
     t.match(c.definition.ad.find((a: any) => a.id === 't#+unit'), { name: 'Unit', description: /engineering unit/ }, 'channel ADs carry a label and a description');
+    const bare = c.definition.ad.filter((a: any) => a.name === a.id || a.name.includes('#') || !a.description);
+    t.same(bare.map((a: any) => a.id), [], "every asset AD and every channel AD (generic and the simulator's) has a label and a description");
+    t.match(c.definition.ad.find((a: any) => a.id === 't#delay'), { name: 'Delay', description: /Unit: ms\.$/ }, 'the unit ends the description');
     t.ok(c.definition.ad.some((a: any) => a.id === 't#+type' && a.option.length === 3), 'channel ADs cloned per channel');
     t.ok(c.definition.ad.some((a: any) => a.id === 't#simulation'), "the driver's channel ADs");
     t.notOk(/"required"|"default"/.test(r.body));
