@@ -69,7 +69,7 @@ test-one: deps build
 check: test
 
 # Benchmarks against baselines in the same run (bench/README.md): bench/results.json and bench/RESULTS.md.
-# BENCH_ARGS: --only http,modbus,mqtt,footprint,nodered  --repeats N  --seconds S  --quick (writes bench/out/)
+# BENCH_ARGS: --only http,modbus,mqtt,footprint,nodered,console  --repeats N  --seconds S  --quick (writes bench/out/)
 # bench/peers.sh installs Node-RED for the nodered section into bench/out/peers (if it cannot, that
 # section fails and says so; the others still run).
 BENCH_ARGS ?=

@@ -22,8 +22,9 @@ import { noderedSection } from './sections/nodered.js';
 import { scaleSection } from './sections/scale.js';
 import { confV1Section } from './sections/confv1.js';
 import { commissioningSection } from './sections/commissioning.js';
+import { consoleSection } from './sections/console.js';
 
-const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection, nodered: noderedSection, scale: scaleSection, confv1: confV1Section, commissioning: commissioningSection } as const;
+const SECTIONS = { http: httpSection, modbus: modbusSection, mqtt: mqttSection, footprint: footprintSection, nodered: noderedSection, scale: scaleSection, confv1: confV1Section, commissioning: commissioningSection, console: consoleSection } as const;
 type Name = keyof typeof SECTIONS;
 
 function parse(argv: string[]): { only: Name[]; whole: boolean; opt: Options } {

@@ -5,7 +5,7 @@ import os from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { median, round } from './stats.js';
 
-export type Section = 'HTTP' | 'Modbus' | 'MQTT' | 'Footprint' | 'Node-RED' | 'Scale' | 'Configuration' | 'Commissioning';
+export type Section = 'HTTP' | 'Modbus' | 'MQTT' | 'Footprint' | 'Node-RED' | 'Scale' | 'Configuration' | 'Commissioning' | 'Console';
 
 export interface Goal {
   /** The ratio must be at least (`>=`), at most (`<=`), or above (`>`) `value`. */

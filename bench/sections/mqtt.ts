@@ -220,6 +220,9 @@ async function connections(res: Results, opt: Options): Promise<void> {
       `(RSS of a daemon with 10 connections − one with 1) ÷ 9, medians of 5 samples after 5 s: ${Math.round(med(rss.ten))} KiB vs ${Math.round(med(rss.one))} KiB`);
     res.add('MQTT', 'connection-heap', 'JS heap per added MQTT connection (same)', 'KiB', [heapPer], '', [], undefined,
       `system/v1 status memory.heapUsed, the same two daemons: ${Math.round(med(heaps.ten))} KiB vs ${Math.round(med(heaps.one))} KiB (includes garbage not yet collected)`);
+  });
+}
+
 /**
  * A Sparkplug connection's CPU per poll (docs/mqtt.md "Sparkplug B"): two daemons side by side, each
  * polling the same 50-channel simulator asset every 50 ms with every value changed each poll, one

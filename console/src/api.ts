@@ -63,10 +63,14 @@ export async function call<T = any>(method: string, path: string, body?: unknown
 
 /**
  * JSON where an integer beyond 2^53 (a LONG channel value) keeps its exact digits as a string,
- * in browsers that hand the reviver the source text; elsewhere it is the nearest double.
+ * in browsers that hand the reviver the source text; elsewhere it is the nearest double. Only a
+ * text with a run of 16 digits can hold one (2^53 has 16): the others skip the reviver, which
+ * makes parsing a large answer (an asset's definition, 2 MB for 500 channels) several times slower.
  */
 const parse = (text: string): unknown =>
-  JSON.parse(text, ((_k: string, v: unknown, ctx?: { source?: string }) => (typeof v === 'number' && !Number.isSafeInteger(v) && ctx?.source && /^-?\d+$/.test(ctx.source) ? ctx.source : v)) as never);
+  /\d{16}/.test(text)
+    ? JSON.parse(text, ((_k: string, v: unknown, ctx?: { source?: string }) => (typeof v === 'number' && !Number.isSafeInteger(v) && ctx?.source && /^-?\d+$/.test(ctx.source) ? ctx.source : v)) as never)
+    : JSON.parse(text);
 
 /** A call whose body and answer are text of their own type (the channels CSV): the answer's text. */
 export async function callText(method: string, path: string, body?: string, contentType = 'text/csv'): Promise<string> {

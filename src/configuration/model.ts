@@ -2,7 +2,7 @@
 // configuration file, the definitions (OCD/AD) derived from the section validators and the driver
 // factories, the overlay of the runtime layer on the image file, and Kura's typed property JSON.
 
-import type { AttributeDef } from '../drivers/driver.js';
+import type { AttributeDef, PropertyLabel } from '../drivers/driver.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import { recorder } from '../drivers/props.js';
 import { isPlainObject as isObj, setOwn, type Spec } from '../core/schema.js';
@@ -304,8 +304,13 @@ function driverAds(registry: DriverRegistry, name: string, channel: boolean): At
     declared = seen.filter((a, i) => seen.findIndex((b) => b.id === a.id) === i).map((a) => Object.assign({}, ...seen.filter((b) => b.id === a.id)));
   }
   const keys = (channel ? f?.channelKeys : f?.instanceKeys) ?? [];
-  return [...declared.filter((a) => keys.includes(a.id)), ...keys.filter((k) => !declared.some((a) => a.id === k)).map((id) => ({ id, type: 'STRING' as const }))];
+  const all: AttributeDef[] = [...declared.filter((a) => keys.includes(a.id)), ...keys.filter((k) => !declared.some((a) => a.id === k)).map((id) => ({ id, type: 'STRING' as const }))];
+  const labels = f?.labels;
+  return labels ? all.map((a) => (a.name === undefined && Object.hasOwn(labels, a.id) ? labelled(a, labels[a.id]) : a)) : all;
 }
+
+/** An AD with its label: the name, and the description ending with the unit (Kura's AD has no unit field). */
+const labelled = (a: AttributeDef, l: PropertyLabel): AttributeDef => ({ ...a, name: l.name, description: l.unit ? `${l.description} Unit: ${l.unit}.` : l.description });
 
 const TYPES: Record<string, AttributeDef['type']> = { S: 'STRING', I: 'INTEGER', B: 'BOOLEAN', D: 'DOUBLE' };
 const ads = (rows: [string, string, unknown?, string?, number?][]): AttributeDef[] => rows.map(([id, t, d, o, min]) => ({ id, type: TYPES[t], default: d, options: o?.split(' '), min }));
@@ -321,6 +326,22 @@ const CHANNEL_ADS = ads([
 ]);
 const ASSET_ADS = [...ads([['asset.desc', 'S'], ['driver.pid', 'S']]), ...adsOfSpec(ASSET_TIMES)];
 for (const a of [...CHANNEL_ADS.slice(0, 4), ASSET_ADS[1]]) a.required = true;
+/** Labels of the asset and generic channel properties (docs/configuration.md "`assets`: assets and channels"). */
+const LABELS: Record<string, PropertyLabel> = {
+  '+name': { name: 'Name', description: 'The channel name: letters, digits and . _ - (no space, /, + or ,).' },
+  '+enabled': { name: 'Enabled', description: 'Whether the channel is read, written and published.' },
+  '+type': { name: 'Mode', description: 'READ, WRITE or READ_WRITE.' },
+  '+value.type': { name: 'Value type', description: 'The type of the channel\'s value.' },
+  '+scale': { name: 'Scale', description: 'Read values are multiplied by this (value × scale + offset).' },
+  '+offset': { name: 'Offset', description: 'Added to read values after the scale.' },
+  '+unit': { name: 'Unit', description: 'The engineering unit of the value, as published (e.g. °C, kWh).' },
+  deadband: { name: 'Deadband', description: 'A numeric change smaller than this is not published (telemetry); in the channel\'s unit.' },
+  'asset.desc': { name: 'Description', description: 'What the asset is, for people.' },
+  'driver.pid': { name: 'Driver instance', description: 'The driver instance (pid) the asset talks through.' },
+  'poll.interval': { name: 'Poll interval', description: 'Read the asset this often and publish changes as telemetry; 0 reads only on request.', unit: 'ms' },
+  'publish.max.interval': { name: 'Republish interval', description: 'With polling: publish every channel again at least this often; 0 publishes changes only.', unit: 'ms' },
+};
+for (const list of [CHANNEL_ADS, ASSET_ADS]) list.forEach((a, i) => (list[i] = labelled(a, LABELS[a.id])));
 
 export const ASSET_OCD = { id: `${K}asset`, name: 'Wire Asset', description: 'Configure Wire Asset Instance' };
 
@@ -356,7 +377,7 @@ export class AssetDefinition {
   /** Every AD of the asset with channels `channels`, made one at a time. */
   *ads(channels: Iterable<string>): Generator<AttributeDef> {
     yield* ASSET_ADS;
-    for (const ch of channels) for (const a of this.channelAds) yield { ...a, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` };
+    for (const ch of channels) for (const a of this.channelAds) yield { ...a, id: `${ch}#${a.id}`, name: a.name ?? `${ch}#${a.id}` };
   }
 }
 

@@ -96,13 +96,14 @@ const NAME_KEY = /^[^#/+, ]+#\+name$/;
 const inner = (s: string) => json(s).slice(1, -1);
 
 /**
- * The text of an AD of every channel, as ocdDto writes `{ ...ad, id: <ch>#<id>, name: <ch>#<id> }`:
- * the parts around the two places the channel's name goes.
+ * The text of an AD of every channel, as ocdDto writes `{ ...ad, id: <ch>#<id> }`, named by its
+ * label (else `<ch>#<id>`): the parts around the places the channel's name goes.
  */
 function channelAdText(a: AttributeDef): (ch: string) => string {
   const MARK = '\u0002';
-  const parts = json(ocdDto({ id: '', name: '', ads: [{ ...a, id: MARK, name: MARK }] }).ad![0]).split(json(MARK));
+  const parts = json(ocdDto({ id: '', name: '', ads: [{ ...a, id: MARK, name: a.name ?? MARK }] }).ad![0]).split(json(MARK));
   const id = inner(a.id);
+  if (parts.length === 2) return (ch) => `${parts[0]}"${ch}#${id}"${parts[1]}`;
   return (ch) => `${parts[0]}"${ch}#${id}"${parts[1]}"${ch}#${id}"${parts[2]}`;
 }
 

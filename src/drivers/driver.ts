@@ -142,6 +142,17 @@ export interface AttributeDef {
   unit?: 'ms' | 's';
 }
 
+/**
+ * What a person reads about a property: its label, what it does, and the unit of its number (none
+ * for a plain count). configuration/v2, CONF-V2 and CONF-V1 carry label and description as the AD's
+ * name and description; the unit ends the description as `Unit: <unit>.` (Kura's AD has no unit).
+ */
+export interface PropertyLabel {
+  name: string;
+  description: string;
+  unit?: string;
+}
+
 /** The definitions of a factory's instance and channel properties, for configuration/v2. */
 export interface DriverOcd {
   name?: string;
@@ -159,6 +170,8 @@ export interface DriverFactory {
    * an optional STRING and values keep their JSON type.
    */
   ocd?: DriverOcd;
+  /** Optional: labels of its instance and channel keys by key (a recorded or declared AD takes them). */
+  labels?: Readonly<Record<string, PropertyLabel>>;
   /** Validates instance properties (everything under `drivers.<id>` except `factory`). */
   validateInstance(props: Record<string, unknown>, path: string): Problem[];
   /**

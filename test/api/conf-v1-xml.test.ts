@@ -10,11 +10,13 @@ const TEMPLATE: AdDto[] = [
   { id: '+name', type: 'STRING', cardinality: 0, defaultValue: 'Channel-1', isRequired: true },
   { id: '+type', type: 'STRING', cardinality: 0, defaultValue: 'READ', isRequired: true, option: [{ label: 'READ', value: 'READ' }, { label: 'WRITE & READ', value: 'READ_WRITE' }] },
   { id: 'unit.id', type: 'INTEGER', cardinality: 0, defaultValue: '1', min: '1', max: '247', description: 'Modbus unit <id>', isRequired: true },
+  // Labelled: named by its label, not `<ch>#<id>` (the console's field names).
+  { id: 'memory.address', name: 'Memory address & <offset>', type: 'INTEGER', cardinality: 0, defaultValue: '1', min: '1', max: '65536', isRequired: true },
 ];
 const CHANNELS = ['ch0', 'a&b', 'x<y', 'quote"d', 'tab\there', 'ünïcode', '\u{1F600}'];
 
 const config = (definition: ConfigurationDto['definition']): ConfigurationDto => ({ pid: 'plc', definition, properties: { p: { type: 'STRING', value: 'v' } } });
-const oneByOne = (ads: AdDto[]) => CHANNELS.flatMap((ch) => ads.map((a) => ({ ...a, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` })));
+const oneByOne = (ads: AdDto[]) => CHANNELS.flatMap((ch) => ads.map((a) => ({ ...a, id: `${ch}#${a.id}`, name: a.name ?? `${ch}#${a.id}` })));
 const head: AdDto[] = [{ id: 'driver.pid', type: 'STRING', cardinality: 0, isRequired: true }];
 
 t.test('channelAds write what the same ADs one by one write', async (t) => {

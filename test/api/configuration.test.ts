@@ -98,8 +98,12 @@ t.test('configuration/v2', async (t) => {
     const c = r.json().configs[0];
     t.equal(c.definition.id, 'org.eclipse.kura.asset', "an asset's definition is Kura's asset OCD");
     const ad = c.definition.ad.find((a: any) => a.id === 'poll.interval');
-    t.same(Object.keys(ad), ['name', 'id', 'type', 'cardinality', 'min', 'max', 'defaultValue', 'isRequired']);
-    t.same(ad, { name: 'poll.interval', id: 'poll.interval', type: 'INTEGER', cardinality: 0, min: '0', max: '86400000', defaultValue: '0', isRequired: false });
+    t.same(Object.keys(ad), ['name', 'description', 'id', 'type', 'cardinality', 'min', 'max', 'defaultValue', 'isRequired']);
+    t.same(ad, { name: 'Poll interval', description: 'Read the asset this often and publish changes as telemetry; 0 reads only on request. Unit: ms.', id: 'poll.interval', type: 'INTEGER', cardinality: 0, min: '0', max: '86400000', defaultValue: '0', isRequired: false });
+    t.match(c.definition.ad.find((a: any) => a.id === 't#+unit'), { name: 'Unit', description: /engineering unit/ }, 'channel ADs carry a label and a description');
+    const bare = c.definition.ad.filter((a: any) => a.name === a.id || a.name.includes('#') || !a.description);
+    t.same(bare.map((a: any) => a.id), [], "every asset AD and every channel AD (generic and the simulator's) has a label and a description");
+    t.match(c.definition.ad.find((a: any) => a.id === 't#delay'), { name: 'Delay', description: /Unit: ms\.$/ }, 'the unit ends the description');
     t.ok(c.definition.ad.some((a: any) => a.id === 't#+type' && a.option.length === 3), 'channel ADs cloned per channel');
     t.ok(c.definition.ad.some((a: any) => a.id === 't#simulation'), "the driver's channel ADs");
     t.notOk(/"required"|"default"/.test(r.body));
@@ -202,7 +206,9 @@ t.test('configuration/v2', async (t) => {
     const modbus = r.find((c: any) => c.pid === 'org.eclipse.kura.driver.modbus');
     t.same(modbus.properties, {});
     const port = modbus.definition.ad.find((a: any) => a.id === 'modbus.tcp-udp.port');
-    t.same(port, { name: 'modbus.tcp-udp.port', id: 'modbus.tcp-udp.port', type: 'INTEGER', cardinality: 0, min: '1', max: '65535', defaultValue: '502', isRequired: false });
+    t.same(port, { name: 'TCP port', description: 'TCP port of the device or converter (TCP and RTU_OVER_TCP).', id: 'modbus.tcp-udp.port', type: 'INTEGER', cardinality: 0, min: '1', max: '65535', defaultValue: '502', isRequired: false });
+    // Every built-in factory's property has a label and a description.
+    for (const f of r.filter((c: any) => c.pid.startsWith('org.eclipse.kura.driver.'))) for (const a of f.definition?.ad ?? []) t.ok(a.name !== a.id && a.description, `${f.pid} ${a.id} is labelled: ${a.name}`);
     t.same((await get('factoryComponents')).json().pids.sort(), ['org.eclipse.kura.driver.gpio', 'org.eclipse.kura.driver.modbus', 'org.eclipse.kura.driver.simulator']);
     t.equal((await post('factoryComponents/ocd/byFactoryPid', { pids: ['x.y'] })).body, '{"configs":[]}');
   });

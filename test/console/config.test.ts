@@ -32,8 +32,8 @@ t.test('drivers, assets and snapshots through the configuration view', async (t)
   await page.getByLabel('Driver', { exact: true }).selectOption({ label: 'modbus' });
   await page.getByRole('button', { name: 'Continue' }).click();
   await page.getByLabel('Instance name').fill('plc');
-  await page.getByLabel('modbus.tcp-udp.ip', { exact: true }).fill('127.0.0.1');
-  await page.getByLabel('modbus.tcp-udp.port', { exact: true }).fill(String(dev.port));
+  await page.getByLabel('Host', { exact: true }).fill('127.0.0.1');
+  await page.getByLabel('TCP port', { exact: true }).fill(String(dev.port));
   await page.getByRole('button', { name: 'Create driver instance' }).click();
   await page.getByRole('rowheader', { name: 'plc' }).waitFor();
   t.pass('driver instance plc created');
@@ -46,20 +46,22 @@ t.test('drivers, assets and snapshots through the configuration view', async (t)
   await page.getByLabel('Channel name').fill('level');
   await page.getByLabel('Driver channel properties').fill('unit.id=1\nprimary.table=HOLDING_REGISTERS\nmemory.address=3\ndata.type=INT16');
   await page.getByRole('button', { name: 'Save' }).click();
-  await page.getByRole('group', { name: 'Channel level' }).waitFor();
+  // The asset's channels as a table (docs/console.md "Editing an asset's channels").
+  const address = page.locator('table.channels [aria-label="Address of level"]');
+  await address.waitFor();
   t.pass('channel level saved');
 
-  // A bad value: the API's message next to the field it names; nothing applied.
-  const address = page.getByRole('group', { name: 'Channel level' }).getByLabel('memory.address', { exact: true });
-  await address.fill('0');
-  await page.getByRole('button', { name: 'Save' }).click();
-  const fieldError = page.locator(`#${await address.getAttribute('aria-describedby').then((ids) => ids!.split(' ').at(-1))}`);
-  await fieldError.filter({ hasText: /\S/ }).waitFor();
-  t.match(await fieldError.innerText(), /out of range/, `message next to the field: ${await fieldError.innerText()}`);
-  t.equal(await page.getByRole('group', { name: 'Channel level' }).locator('small.error').filter({ hasText: /\S/ }).count(), 1, 'only that field is marked');
+  // A bad value: the message under the cell it names; nothing applied.
+  await address.click();
+  await page.locator('table.channels input[aria-label="Address of level"]').fill('0');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  const cellError = address.locator('xpath=..').locator('small.cell-error');
+  await cellError.waitFor();
+  t.match(await cellError.innerText(), /out of range/, `message under the cell: ${await cellError.innerText()}`);
+  t.equal(await page.locator('table.channels small.cell-error').count(), 1, 'only that cell is marked');
   await screenshot(page, 'configuration');
-  await address.fill('3');
-  await page.getByRole('button', { name: 'Save' }).click();
+  await page.locator('table.channels input[aria-label="Address of level"]').fill('3');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
   await page.getByText('Saved and applied.').or(page.getByRole('status').filter({ hasText: /\S/ })).first().waitFor();
 
   // Its value, live.

@@ -97,6 +97,8 @@ t.test('CONF-V1 as Kapua uses it', { ...mosquittoSkip(), ...kapuaPeerSkip() }, a
     t.same(demo.properties['driver.pid'], { class: 'String', value: 'sim' });
     const ad = demo.definition!.ad.find((a) => a.id === 'setpoint#+type')!;
     t.same([ad.type, ad.required, ad.options.map((o) => o[1])], ['String', true, ['READ', 'WRITE', 'READ_WRITE']], 'a channel AD with its options');
+    t.equal(ad.name, 'Mode', "a channel AD named by its label (its description is configuration/v2's)");
+    t.equal(demo.definition!.ad.find((a) => a.id === 'poll.interval')?.name, 'Poll interval', 'an asset AD too');
     // Every value of every component as configuration/v2 shows it.
     for (const c of configs) {
       const other = v2.find((x) => x.pid === c.pid)!;

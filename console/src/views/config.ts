@@ -1,10 +1,12 @@
-// Configuration (rest.configuration): driver instances and assets with their channels, edited
-// through configuration/v2 with the API's validation messages next to the field they name;
+// Configuration (rest.configuration): driver instances and assets, edited through configuration/v2
+// with the API's validation messages next to the field they name, every field labelled from its
+// definition (name, unit, description, default); an asset's channels as a table (channel-table.ts);
 // snapshots: take, list, download, roll back.
 
 import { call, get, post } from '../api';
 import { field, fmtTime, h, replace, uid } from '../dom';
 import { problem, table } from './common';
+import { ChannelTable, labelOf, unitOf, type Ad as TableAd } from './channel-table';
 
 const C = '/services/configuration/v2';
 const DRIVER = 'org.eclipse.kura.driver.';
@@ -13,15 +15,15 @@ const MODES = ['READ', 'WRITE', 'READ_WRITE'];
 const VALUE_TYPES = ['BOOLEAN', 'BYTE_ARRAY', 'DOUBLE', 'FLOAT', 'INTEGER', 'LONG', 'STRING'];
 const HIDDEN = /^(kura\.service\.pid|service\.(factoryPid|pid))$/;
 
-interface Ad { id: string; name?: string; description?: string; type: string; cardinality?: number; defaultValue?: string; isRequired?: boolean; option?: { label: string; value: string }[] }
-interface Prop { type: string; value: unknown }
+type Ad = TableAd;
+interface Prop { type: string; value?: unknown }
 interface Cfg { pid: string; definition?: { ad?: Ad[] }; properties: Record<string, Prop> }
 interface Comp { pid: string; factoryPid?: string }
 
 type Fields = Map<string, { read(): Prop | undefined; error: HTMLElement; initial: string; el: HTMLElement }>;
 
 /** An input fitting the attribute definition; `read()` gives the typed property. */
-function input(ad: Ad, current: unknown, fields: Fields, label = ad.name ?? ad.id): HTMLElement {
+function input(ad: Ad, current: unknown, fields: Fields, label = labelOf(ad)): HTMLElement {
   const id = uid('c');
   const error = h('small', { class: 'error', role: 'alert', id: uid('e') });
   let el: HTMLInputElement | HTMLSelectElement;
@@ -49,13 +51,34 @@ function input(ad: Ad, current: unknown, fields: Fields, label = ad.name ?? ad.i
   const box = h('div', { class: ad.type === 'BOOLEAN' ? 'field check' : 'field' });
   if (ad.type === 'BOOLEAN') box.append(h('label', { for: id }, el, label));
   else box.append(h('label', { for: id }, label), el);
-  if (ad.description) {
-    const d = h('small', { id: uid('d') }, ad.description);
+  const about = [unitOf(ad).text, ad.defaultValue !== undefined && ad.defaultValue !== '' && `Default: ${ad.defaultValue}.`].filter(Boolean).join(' ');
+  if (about) {
+    const d = h('small', { id: uid('d') }, about);
     el.setAttribute('aria-describedby', `${d.id} ${error.id}`);
     box.append(d);
   }
   box.append(error);
+  box.dataset.k = ad.id;
   return box;
+}
+
+/**
+ * Hides the fields that do not apply to the transport chosen (docs/drivers.md "modbus"): the serial
+ * settings unless `access.type` is RTU, the TCP address when it is; follows the choice as it changes.
+ */
+function transportFields(form: HTMLElement, fields: Fields): void {
+  const access = fields.get('access.type');
+  if (!access) return;
+  const apply = () => {
+    const rtu = (access.el as HTMLSelectElement).value.toUpperCase() === 'RTU';
+    for (const box of form.querySelectorAll<HTMLElement>('[data-k]')) {
+      const k = box.dataset.k!;
+      if (k.startsWith('modbus.rtu.')) box.hidden = !rtu;
+      else if (k.startsWith('modbus.tcp-udp.')) box.hidden = rtu;
+    }
+  };
+  access.el.addEventListener('change', apply);
+  apply();
 }
 
 /** Puts each `Invalid configuration of <pid>, property <key>: <problem>` next to its field. */
@@ -202,27 +225,19 @@ async function creator(root: HTMLElement, factoryPid: string): Promise<void> {
       }
     },
   }, field('Instance name', pid, 'Assets name their driver by it (driver.pid).'), (ocd?.definition?.ad ?? []).map((ad) => input(ad, undefined, fields)), top, h('button', { type: 'submit' }, 'Create driver instance')));
+  transportFields(root, fields);
   pid.focus();
-}
-
-/**
- * Channels shown with their fields at once; an asset with more lists them folded, each one's fields
- * made when it is opened: a browser takes minutes to lay out a form with tens of thousands of
- * fields (docs/console.md "Views", Configuration). Only the fields shown can change, so only those are sent.
- */
-const EAGER_CHANNELS = 100;
-
-function folded(ch: string, make: () => HTMLElement): HTMLElement {
-  const box = h('details', { class: 'channel' }, h('summary', null, `Channel ${ch}`));
-  box.addEventListener('toggle', () => box.open && box.childElementCount === 1 && box.append(make()));
-  return box;
 }
 
 async function editor(root: HTMLElement, pid: string): Promise<void> {
   const back = h('p', null, h('a', { href: '#/config' }, '← Configuration'));
   let cfg: Cfg | undefined;
+  let driverPids: string[] = [];
   try {
-    cfg = (await post<{ configs: Cfg[] }>(`${C}/configurableComponents/configurations/byPid`, { pids: [pid] })).configs[0];
+    [cfg, driverPids] = await Promise.all([
+      post<{ configs: Cfg[] }>(`${C}/configurableComponents/configurations/byPid`, { pids: [pid] }).then((r) => r.configs[0]),
+      get<{ components: Comp[] }>(`${C}/configurableComponents/pidsWithFactory`).then((r) => r.components.filter((x) => x.factoryPid?.startsWith(DRIVER)).map((x) => x.pid).sort()),
+    ]);
   } catch (e) {
     return replace(root, back, problem(e, 'rest.configuration'));
   }
@@ -230,40 +245,43 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
   const c = cfg;
   const fields: Fields = new Map();
   const ads = c.definition?.ad ?? Object.entries(c.properties).map(([id, p]) => ({ id, type: p.type }));
-  const visible = ads.filter((a) => !HIDDEN.test(a.id) && !a.id.endsWith('#+name'));
-  const base = visible.filter((a) => !a.id.includes('#'));
-  const channels = new Map<string, Ad[]>();
-  for (const a of visible.filter((x) => x.id.includes('#'))) {
-    const ch = a.id.slice(0, a.id.indexOf('#'));
-    channels.set(ch, [...(channels.get(ch) ?? []), a]);
-  }
+  const visible = ads.filter((a) => !HIDDEN.test(a.id));
   const asset = c.properties['service.factoryPid']?.value === ASSET;
-  const channelFields = (ch: string, list: Ad[]) =>
-    h('fieldset', { class: 'channel' }, h('legend', null, `Channel ${ch}`), list.map((a) => input(a, c.properties[a.id]?.value, fields, a.name?.startsWith(`${ch}#`) ? a.name.slice(ch.length + 1).replace(/^\+/, '') : a.name ?? a.id)));
+  const base = visible.filter((a) => !a.id.includes('#')).map((a): Ad => {
+    if (!asset || a.id !== 'driver.pid') return a;
+    // The driver instances to choose from (and the current one, should it be gone).
+    const current = String(c.properties['driver.pid']?.value ?? '');
+    const pids = current && !driverPids.includes(current) ? [...driverPids, current] : driverPids;
+    return { ...a, option: pids.map((value) => ({ label: value, value })) };
+  });
+  // Channel names in the order of the definition; the first channel's ADs are the template.
+  const names: string[] = [];
+  let template: Ad[] = [];
+  for (const a of visible) {
+    const i = a.id.indexOf('#');
+    if (i < 0) continue;
+    const ch = a.id.slice(0, i);
+    if (names[names.length - 1] !== ch && !names.includes(ch)) names.push(ch);
+    if (ch === names[0]) template.push({ ...a, id: a.id.slice(i + 1) });
+  }
+  if (!asset) template = [];
+  const channels = asset && template.length ? new ChannelTable(template, c.properties, names) : undefined;
   const top = h('p', { class: 'error', role: 'alert' });
   const extra: (() => Record<string, Prop>)[] = [];
 
-  // A new channel: the generic channel keys, then the driver's (copied from an existing channel's
-  // definition; for the first channel, typed as key=value lines).
-  const template = [...channels.values()][0];
-  const addChannel = () => {
+  // An asset without channels has no channel definitions yet (they come with its first channel):
+  // its first channel is typed as name, mode, value type and the driver's key=value lines.
+  const addFirst = () => {
     const name = h('input', { required: true, autocapitalize: 'none', spellcheck: 'false' });
     const mode = h('select', null, MODES.map((m) => h('option', { value: m }, m)));
     const vt = h('select', null, VALUE_TYPES.map((m) => h('option', { value: m, selected: m === 'INTEGER' }, m)));
-    const own: Fields = new Map();
-    const driverAds = (template ?? []).map((a) => ({ ...a, id: a.id.slice(a.id.indexOf('#') + 1), name: undefined })).filter((a) => !a.id.startsWith('+'));
     const lines = h('textarea', { rows: 4, placeholder: 'unit.id=1\nprimary.table=HOLDING_REGISTERS\nmemory.address=1' });
-    const set = h('fieldset', { class: 'channel' }, h('legend', null, 'New channel'), field('Channel name', name), field('Mode', mode), field('Value type', vt),
-      driverAds.length ? driverAds.map((a) => input(a, undefined, own)) : field('Driver channel properties', lines, 'One key=value per line (see docs/drivers.md for your driver).'));
-    slot.before(set);
+    slot.replaceChildren(h('fieldset', { class: 'channel' }, h('legend', null, 'New channel'), field('Channel name', name), field('Mode', mode), field('Value type', vt),
+      field('Driver channel properties', lines, 'One key=value per line (see docs/drivers.md for your driver).')));
     name.focus();
     extra.push(() => {
       const n = name.value.trim();
       const out: Record<string, Prop> = { [`${n}#+enabled`]: { type: 'BOOLEAN', value: true }, [`${n}#+type`]: { type: 'STRING', value: mode.value }, [`${n}#+value.type`]: { type: 'STRING', value: vt.value } };
-      for (const [k, f] of own) {
-        const p = f.read();
-        if (p && JSON.stringify(p) !== f.initial) out[`${n}#${k}`] = p;
-      }
       for (const l of lines.value.split('\n')) {
         const i = l.indexOf('=');
         if (i > 0) out[`${n}#${l.slice(0, i).trim()}`] = guessed(l.slice(i + 1).trim());
@@ -274,6 +292,7 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
   const slot = h('div');
   const status = h('p', { role: 'status', class: 'muted' });
   const form = h('form', {
+    novalidate: true,
     onsubmit: async (ev: Event) => {
       ev.preventDefault();
       top.textContent = '';
@@ -285,16 +304,34 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
         if (p && JSON.stringify(p) !== f.initial) properties[k] = p;
       }
       for (const x of extra) Object.assign(properties, x());
+      let sent: Record<string, Prop> | undefined;
+      if (channels) {
+        sent = channels.changes();
+        if (!sent) return void (top.textContent = 'Not saved: see the messages in the channel table.');
+        Object.assign(properties, sent);
+      }
       try {
         const r = await call<{ message?: string } | undefined>('PUT', `${C}/configurableComponents/configurations/_update`, { configs: [{ pid, properties }], takeSnapshot: true });
+        if (channels) {
+          // 500 channels are not read and drawn again: the table takes what was applied.
+          channels.saved(sent!);
+          showErrors('', fields, top);
+          top.textContent = '';
+          for (const f of fields.values()) f.initial = JSON.stringify(f.read());
+          status.textContent = r?.message ?? 'Saved and applied.';
+          return;
+        }
         await editor(root, pid);
         root.querySelector('[role=status]')!.textContent = r?.message ?? 'Saved and applied.';
       } catch (e) {
-        showErrors((e as Error).message, fields, top);
+        const msg = (e as Error).message;
+        const rest = channels ? channels.serverErrors(msg) : msg.split('; ');
+        showErrors(rest.join('; '), fields, top);
+        if (channels && rest.length === 0) top.textContent = 'Not saved: see the messages in the channel table.';
       }
     },
   }, base.map((a) => input(a, c.properties[a.id]?.value, fields)),
-  [...channels].map(([ch, list]) => (channels.size > EAGER_CHANNELS ? folded(ch, () => channelFields(ch, list)) : channelFields(ch, list))),
-  slot, asset ? h('button', { type: 'button', class: 'secondary', onclick: addChannel }, 'Add a channel') : null, top, h('button', { type: 'submit' }, 'Save'));
+  channels?.el, slot, asset && !channels ? h('button', { type: 'button', class: 'secondary', onclick: addFirst }, 'Add a channel') : null, top, h('button', { type: 'submit' }, 'Save'));
   replace(root, back, h('h1', null, `${asset ? 'Asset' : 'Component'} ${pid}`), status, asset ? h('p', null, h('a', { href: `#/assets/${encodeURIComponent(pid)}` }, 'Live values of this asset')) : null, form);
+  transportFields(form, fields);
 }

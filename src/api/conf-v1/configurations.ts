@@ -36,8 +36,11 @@ export function* configurationDtos(shown: Iterable<Shown>, raw: Raw, registry: D
   }
 }
 
-/** The AD of a channel property without its channel, as ocdDto writes it (the writer puts `<ch>#` before id and name). */
-const channelAd = (a: AttributeDef): AdDto => ({ ...(ocdDto({ id: '', name: '', ads: [{ ...a }] }).ad![0] as AdDto), id: a.id, name: a.id });
+/**
+ * The AD of a channel property without its channel, as ocdDto writes it: the writer puts `<ch>#`
+ * before the id, and names it by its label (else `<ch>#<id>` too).
+ */
+const channelAd = (a: AttributeDef): AdDto => ({ ...(ocdDto({ id: '', name: '', ads: [{ ...a }] }).ad![0] as AdDto), id: a.id, name: a.name });
 
 function assetDto(c: AssetSource, def: AssetDefinition, definition: boolean): ConfigurationDto {
   const all = () => true; // the entries' channels are the asset's own

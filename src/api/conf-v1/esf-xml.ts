@@ -108,8 +108,8 @@ export interface OcdDto {
   /** Any iterable: an asset's ADs may be made one at a time while they are written. */
   ad?: Iterable<AdDto>;
   /**
-   * ADs repeated for each of `channels` after `ad`: for channel `ch`, every AD of `ads` with id and
-   * name `<ch>#<id>` (an asset's channel properties). The same markup as those ADs given in `ad`,
+   * ADs repeated for each of `channels` after `ad`: for channel `ch`, every AD of `ads` with id
+   * `<ch>#<id>`, named by its `name` (its label) or else `<ch>#<id>` too (an asset's channel properties). The same markup as those ADs given in `ad`,
    * made from one copy of the group per document with each channel's name put in its places.
    */
   channelAds?: { ads: readonly AdDto[]; channels: Iterable<string> };
@@ -354,13 +354,15 @@ function writeOcd(w: XmlWriter, pid: string, o: OcdDto, shapes: Map<string, [str
           try {
             if (!type) throw new XmlError(`unknown type ${JSON.stringify(a.type)}`);
             if (typeof a.id !== 'string' || a.id === '') throw new XmlError('no id');
-            writeAd(w, { ...a, id: `${ch}#${a.id}`, name: `${ch}#${a.id}` }, type);
+            writeAd(w, { ...a, id: `${ch}#${a.id}`, name: a.name ?? `${ch}#${a.id}` }, type);
           } catch (err) {
             about(pid, `definition ${ch === CHANNEL_MARK ? '<channel>' : ch}#${a.id}`, err);
           }
         }
       };
       let parts: string[] | undefined;
+      let marks = 0;
+      for (const a of ads) marks += a.name === undefined ? 2 : 1;
       for (const ch of o.channelAds.channels) {
         if (!parts) {
           const before = w.take();
@@ -368,8 +370,8 @@ function writeOcd(w: XmlWriter, pid: string, o: OcdDto, shapes: Map<string, [str
           parts = w.take().split(CHANNEL_MARK).map(oneByte);
           w.append(before);
         }
-        // Two places per AD; a definition whose own texts hold the mark is written channel by channel.
-        if (parts.length !== 2 * ads.length + 1) group(ch);
+        // A place per AD's id and per unlabelled AD's name; a definition whose own texts hold the mark is written channel by channel.
+        if (parts.length !== marks + 1) group(ch);
         else {
           let name: string;
           try {

@@ -12,6 +12,7 @@
 
 import { existsSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
+import type { PropertyLabel } from '../driver.js';
 import { PropReader, type Parsed } from '../props.js';
 
 export const DEFAULT_SYSFS_ROOT = '/sys/class/gpio';
@@ -111,3 +112,14 @@ export function parseChannel(props: Record<string, unknown>, path: string, ctx: 
   spec.activeLow = r.bool('resource.active.low', false);
   return { value: spec, problems: r.problems };
 }
+
+/** Labels of the instance and channel keys (docs/drivers.md "gpio"), shown by configuration/v2. */
+export const LABELS: Readonly<Record<(typeof INSTANCE_KEYS)[number] | (typeof CHANNEL_KEYS)[number], PropertyLabel>> = {
+  'gpio.backend': { name: 'Backend', description: 'sysfs (older kernels) or chardev (/dev/gpiochipN through the libgpiod v2 tools).' },
+  'gpio.sysfs.root': { name: 'sysfs folder', description: 'The sysfs GPIO folder (sysfs backend).' },
+  pins: { name: 'Pin names', description: 'Names for lines as a JSON object: name to line number, or with chardev "<chip>:<line>".' },
+  'resource.name': { name: 'Line', description: 'A name from the pin names, or a line number written as text; with chardev also <chip>:<line>.' },
+  'resource.direction': { name: 'Direction', description: 'INPUT or OUTPUT.' },
+  'resource.trigger': { name: 'Trigger', description: 'Kura\'s trigger; only NONE is acted on (inputs are polled).' },
+  'resource.active.low': { name: 'Active low', description: 'The line reads and writes inverted.' },
+};

@@ -3,6 +3,7 @@
 // as Kura's driver does for `primary.table`.
 
 import type { ChannelMode, ValueType } from '../../channels/types.js';
+import type { PropertyLabel } from '../driver.js';
 import { PropReader, channelName, type Parsed } from '../props.js';
 import { MAX_READ_REGISTERS, TABLES, isBitTable, type Table } from './constants.js';
 import { ALLOWED_DATA_TYPES, DATA_ORDERS, DATA_TYPES, registerCount, type DataOrder, type DataType } from './datatypes.js';
@@ -219,3 +220,28 @@ function channelSpec(address: number, l: Omit<ModbusChannelSpec, 'address'>): Mo
   spec.address = address;
   return spec;
 }
+
+/** Labels of the instance and channel keys (docs/drivers.md "modbus"), shown by configuration/v2. */
+export const LABELS: Readonly<Record<(typeof INSTANCE_KEYS)[number] | (typeof CHANNEL_KEYS)[number], PropertyLabel>> = {
+  'access.type': { name: 'Transport', description: 'TCP (Modbus TCP), RTU (a serial line) or RTU_OVER_TCP (RTU frames through a TCP converter).' },
+  'modbus.tcp-udp.ip': { name: 'Host', description: 'Host name or address of the device or converter (TCP and RTU_OVER_TCP).' },
+  'modbus.tcp-udp.port': { name: 'TCP port', description: 'TCP port of the device or converter (TCP and RTU_OVER_TCP).' },
+  'modbus.rtu.port.name': { name: 'Serial port', description: 'Serial device of the line, e.g. /dev/ttyS1 or /dev/ttyUSB0 (RTU).' },
+  'modbus.rtu.baudrate': { name: 'Baud rate', description: `Line speed, one of ${BAUD_RATES.join(', ')} (RTU).`, unit: 'bit/s' },
+  'modbus.rtu.databits': { name: 'Data bits', description: 'Data bits per character; RTU frames carry 8 (RTU).' },
+  'modbus.rtu.stopbits': { name: 'Stop bits', description: 'Stop bits per character (RTU).' },
+  'modbus.rtu.parity': { name: 'Parity', description: 'Parity bit of each character (RTU).' },
+  'modbus.timeout': { name: 'Response timeout', description: 'How long to wait for each response.', unit: 'ms' },
+  'modbus.transaction.retry': { name: 'Retries', description: 'Retries after the first attempt when a response does not come.' },
+  'read.max.gap': { name: 'Read gap', description: 'Unrequested registers (or bits) that may be read between two requested ranges to merge them into one request.', unit: 'registers' },
+  'write.multiple.registers.only': { name: 'Write with FC 15/16 only', description: 'Always write with FC 16 (registers) and FC 15 (coils), for devices without FC 6 and FC 5.' },
+  'unit.backoff.max': { name: 'Longest back-off', description: 'Longest back-off of a unit that stopped answering; 0 turns back-off off.', unit: 'ms' },
+  'inter.request.delay': { name: 'Delay between requests', description: 'Silence kept on the line between the end of one exchange and the next request.', unit: 'ms' },
+  'unit.id': { name: 'Unit id', description: 'Unit (slave) id of the device: 1-247 on RTU, 0-255 over TCP.' },
+  'primary.table': { name: 'Table', description: 'Which Modbus table the channel reads and writes.' },
+  'memory.address': { name: 'Address', description: 'Address of the first register or bit, 1-based as in Kura (1 is protocol address 0).' },
+  'data.type': { name: 'Data type', description: 'How the registers are interpreted (INT16 by default; STRING for STRING and BYTE_ARRAY channels).' },
+  'data.order': { name: 'Word order', description: 'Order of registers and bytes of 32- and 64-bit types.' },
+  'array.data.length': { name: 'Length', description: 'Registers a STRING or BYTE_ARRAY channel occupies.', unit: 'registers' },
+  'scale.on.write': { name: 'Scale on write', description: 'Apply the inverse of the channel\'s scale and offset to written values.' },
+};

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { ChannelMode, ValueType } from '../../channels/types.js';
 import type { DriverContext, DriverFactory, Problem } from '../driver.js';
 import { ModbusClient } from './client.js';
-import { CHANNEL_KEYS, INSTANCE_KEYS, parseChannel, parseInstance } from './config.js';
+import { CHANNEL_KEYS, INSTANCE_KEYS, LABELS, parseChannel, parseInstance } from './config.js';
 import { ModbusDriverImpl, type ModbusDriver } from './driver.js';
 import { SerialTransport } from './serial.js';
 import { TcpTransport } from './tcp.js';
@@ -26,6 +26,7 @@ export const modbusFactory: ModbusFactory = {
   name: 'modbus',
   instanceKeys: INSTANCE_KEYS,
   channelKeys: CHANNEL_KEYS,
+  labels: LABELS,
 
   validateInstance(props: Record<string, unknown>, keyPath: string): Problem[] {
     return parseInstance(props, keyPath).problems;

@@ -4,6 +4,7 @@
 
 import type { TypedValue, ValueType } from '../../channels/types.js';
 import { fromJsonValue, zeroValue } from '../../channels/values.js';
+import type { PropertyLabel } from '../driver.js';
 import { PropReader, type Parsed } from '../props.js';
 
 export const INSTANCE_KEYS = [] as const;
@@ -34,3 +35,10 @@ export function parseChannel(props: Record<string, unknown>, valueType: ValueTyp
   }
   return { value: { simulation, initial, delay }, problems: r.problems };
 }
+
+/** Labels of the channel keys (docs/drivers.md "simulator"), shown by configuration/v2. */
+export const LABELS: Readonly<Record<(typeof CHANNEL_KEYS)[number], PropertyLabel>> = {
+  simulation: { name: 'Simulation', description: 'How values are produced: memory (holds the last written value), constant, counter, sine or random.' },
+  initial: { name: 'Initial value', description: 'First value of a memory channel; the value of a constant channel.' },
+  delay: { name: 'Delay', description: 'A read or write that includes this channel takes this long (a slow device).', unit: 'ms' },
+};
