@@ -6,7 +6,7 @@
 // a password of its own.
 
 import { isPlainObject } from '../core/schema.js';
-import { SINGLETONS, sectionAt, singletonsOf, type Layer, type Raw } from './model.js';
+import { SINGLETONS, sectionAt, shapedImage, singletonsOf, type Layer, type Raw } from './model.js';
 
 /** By configuration file section, the keys reserved to kura.admin. */
 const RESERVED: readonly { section: string; keys: RegExp }[] = [
@@ -41,7 +41,9 @@ function valueOf(image: Raw, layer: Layer, s: Single, key: string): unknown {
   const c = Object.hasOwn(layer.components, s.pid) ? layer.components[s.pid] : undefined;
   if (c && Object.hasOwn(c.props, key)) return c.props[key] ?? undefined;
   if (c?.pinned) return undefined;
-  const section = s.section ? sectionAt(image, s.section) : image;
+  // The image as this layer shapes it: a converted `mqtt` keeps its values under mqtt.connections.default.
+  const shaped = shapedImage(image, layer);
+  const section = s.section ? sectionAt(shaped, s.section) : shaped;
   return own(section, key) ? section[key] : undefined;
 }
 
@@ -52,11 +54,15 @@ function valueOf(image: Raw, layer: Layer, s: Single, key: string): unknown {
  */
 export function reservedChange(image: Raw, before: Layer, after: Layer): { pid: string; key: string } | undefined {
   for (const r of RESERVED) {
-    // Each MQTT connection's pair is over `mqtt.connections.<name>` (src/configuration/model.ts).
-    for (const s of singletonsOf(image)) {
+    // Each MQTT connection's pair is over `mqtt.connections.<name>` (src/configuration/model.ts), a
+    // connection created or deleted at run time in one of the two layers only.
+    const was = shapedImage(image, before);
+    const will = shapedImage(image, after);
+    const singles = new Map([...singletonsOf(was), ...singletonsOf(will)].map((s) => [s.pid, s]));
+    for (const s of singles.values()) {
       if (s.section !== r.section && !s.section.startsWith(`${r.section}.`)) continue;
       const keys = new Set<string>();
-      const sources = [s.spec, sectionAt(image, s.section), before.components[s.pid]?.props, after.components[s.pid]?.props];
+      const sources = [s.spec, sectionAt(was, s.section), sectionAt(will, s.section), before.components[s.pid]?.props, after.components[s.pid]?.props];
       for (const src of sources) for (const k of isPlainObject(src) ? Object.keys(src) : []) if (s.mine(k) && r.keys.test(k)) keys.add(k);
       for (const k of keys) {
         const dflt = Object.hasOwn(s.spec, k) ? s.spec[k][1] : undefined;
