@@ -203,7 +203,8 @@ t.test('configuration/v2', async (t) => {
     t.same(modbus.properties, {});
     const port = modbus.definition.ad.find((a: any) => a.id === 'modbus.tcp-udp.port');
     t.same(port, { name: 'modbus.tcp-udp.port', id: 'modbus.tcp-udp.port', type: 'INTEGER', cardinality: 0, min: '1', max: '65535', defaultValue: '502', isRequired: false });
-    t.same((await get('factoryComponents')).json().pids.sort(), ['org.eclipse.kura.driver.gpio', 'org.eclipse.kura.driver.modbus', 'org.eclipse.kura.driver.simulator']);
+    // The driver factories, and the two of an MQTT connection (docs/configuration-v2.md "Creating and deleting connections").
+    t.same((await get('factoryComponents')).json().pids.sort(), ['org.eclipse.kura.cloud.CloudService', 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport', 'org.eclipse.kura.driver.gpio', 'org.eclipse.kura.driver.modbus', 'org.eclipse.kura.driver.simulator']);
     t.equal((await post('factoryComponents/ocd/byFactoryPid', { pids: ['x.y'] })).body, '{"configs":[]}');
   });
 

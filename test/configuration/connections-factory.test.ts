@@ -150,11 +150,21 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
   r = await create(admin, [{ factoryPid: MQTT, pid: `${MQTT}-local`, properties: {} }]);
   t.equal(r.status, 400, 'a second create of the connection');
   t.match(r.json().message, `pid ${MQTT}-local already exists`);
-  // A connection with no properties: disabled, listed, not connected.
-  r = await create(admin, [{ factoryPid: CLOUD, pid: `${CLOUD}-spare`, properties: {} }]);
+  // A created connection's broker keys are kura.admin's, as the file's connections'.
+  const update = (c: typeof admin, configs: unknown[]) => call(c, 'configurableComponents/configurations/_update', { configs, takeSnapshot: false }, 'PUT');
+  r = await update(conf, [{ pid: `${MQTT}-local`, properties: { 'broker-url': S('mqtt://127.0.0.1:1') } }]);
+  t.equal(r.status, 403, 'reserved keys of a created connection');
+  t.equal(r.json().message, `Only kura.admin may change ${MQTT}-local property broker-url`);
+
+  // A connection with no enabled given: disabled, listed, not connected. Its password stays with its broker.
+  r = await create(admin, [{ factoryPid: CLOUD, pid: `${CLOUD}-spare`, properties: { username: S('u'), password: { type: 'PASSWORD', value: 'spare-Secret' } } }]);
   t.equal(r.status, 200, r.body);
   t.match(await byName('spare'), { connected: false }, 'created disabled');
   t.same((await props(`${CLOUD}-spare`)).enabled, B(false));
+  t.equal((await props(`${MQTT}-spare`)).password.value, 'placeholder');
+  r = await update(admin, [{ pid: `${MQTT}-spare`, properties: { 'broker-url': S('mqtt://127.0.0.1:1') } }]);
+  t.equal(r.status, 400, 'the stored password does not follow a new broker');
+  t.match(r.json().message, `Invalid configuration of ${MQTT}-spare, property password: broker-url changed`);
 
   // Deleting: never the default, and only by kura.admin.
   r = await remove(admin, [MQTT]);
