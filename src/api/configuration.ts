@@ -24,12 +24,16 @@ const isConnectionFactory = (f: unknown) => f === CLOUD_FACTORY || f === TRANSPO
 
 /** Creating or deleting a connection by someone without kura.admin: REST 403, over MQTT 400 (the code Kapua maps). */
 function refuseUnlessAdmin(by: ChangeActor, what: 'create' | 'delete', pid: string): void {
-  if (!isAdmin(by)) throw new ConfigError(by.transport === 'mqtt' ? 400 : 403, `Only ${ADMIN} may ${what} MQTT connections (${pid})`);
+  if (!isAdmin(by)) throw new ConfigError(by.transport === 'mqtt' ? 400 : 403, `Only ${ADMIN} may ${what} MQTT connections (${cut(pid)})`);
 }
+
+/** A pid as a message repeats it: at most 200 characters of it. */
+const cut = (pid: string) => (pid.length > 200 ? `${pid.slice(0, 200)}…` : pid);
 
 /** The connection a create item names, checked: its name and the pid's form. */
 function connectionToCreate(pid: string, factoryPid: string): string {
   const conn = connectionOfPid(pid);
+  pid = cut(pid);
   if (!conn || conn.factoryPid !== factoryPid) throw bad(`Invalid parameter. pid ${pid}: a connection of factory ${factoryPid} is ${factoryPid}-<name>`);
   if (!CONNECTION_NAME.test(conn.name) && conn.name !== DEFAULT_CONNECTION) throw bad(`Invalid parameter. pid ${pid}: "${conn.name.slice(0, 80)}" is not a connection name: 1 to 64 letters, digits, "_" or "-"`);
   return conn.name;

@@ -3,8 +3,9 @@
 // connects with its own applications; the object form of `mqtt` becomes the connections form without
 // touching the default connection; a created connection survives a restart; deleting either pid
 // removes the connection (DC first), and what its outbox held is kept and said, then delivered when
-// the connection is created again. Creating and deleting is kura.admin's; bad names, duplicates and
-// the default connection are refused. Through the real daemon and two real Mosquitto brokers.
+// the connection is created again; a rollback and _reset restore the connections of their
+// configuration. Creating and deleting is kura.admin's; bad names, duplicates and the default
+// connection are refused. Through the real daemon and two real Mosquitto brokers.
 
 import t from 'tap';
 import fs from 'node:fs';
@@ -213,5 +214,24 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
   const stamp = (m: Got) => Number((decodeKuraPayload(m.payload) as any).value.metrics.find((x: any) => /_timestamp$/.test(x.name))?.value ?? 0);
   await until(() => plantAfter.filter((m) => m.topic === 'account/gw-local/assets/pump' && stamp(m) < deletedAt).length >= kept, 15_000, 'the kept messages delivered');
   t.pass('the deleted connection’s messages were kept and delivered');
+  // (Last: a rollback pins every property, the test's listener ports too.)
+  // A rollback restores the connections of its snapshot; _reset drops those made at run time.
+  const snapId = async () => (await call(admin, 'snapshots/_write')).json().id as number;
+  const without = await snapId();
+  r = await call(admin, 'factoryComponents', { configs: [{ factoryPid: CLOUD, pid: `${CLOUD}-extra`, properties: {} }] });
+  t.equal(r.status, 200, r.body);
+  const withExtra = await snapId();
+  t.equal((await call(admin, 'snapshots/byId/_rollback', { id: without })).status, 200);
+  t.same((await conns()).map((c) => c.name), ['default', 'local'], 'rolled back: extra gone');
+  t.equal((await call(admin, 'snapshots/byId/_rollback', { id: withExtra })).status, 200);
+  t.same((await conns()).map((c) => c.name), ['default', 'local', 'extra'], 'rolled forward: extra back');
+  t.same((await props(`${MQTT}-extra`))['client-id'], S('gatewayd'), 'with its values');
+  t.same((await props(MQTT))['client-id'], S('gw-cloud'), 'the default as it was');
+  t.equal((await remove(admin, [`${CLOUD}-extra`])).status, 200);
+  // _reset: the image's configuration again, the single object without the connections made here.
+  t.equal((await call(admin, '_reset', { takeSnapshot: false })).status, 200);
+  t.same((await conns()).map((c) => c.name), ['default'], 'reset: only the file’s connection');
+  t.notOk((await pids()).some((p) => p.endsWith('-local')), 'reset: no created components');
+
   t.equal(await d.stop(), 0);
 });
