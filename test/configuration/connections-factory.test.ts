@@ -14,7 +14,7 @@ import path from 'node:path';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
-import { until } from '../helpers/mqtt-fixture.js';
+import { Requester, until } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
 import { decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
 import { silentLogger } from '../../src/log.js';
@@ -69,7 +69,8 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
       conf: { password: 'C0nf-Secret!x', passwordChangeNeeded: false, permissions: ['rest.configuration', 'rest.cloudconnection'] },
     },
     assets: { pump: { 'driver.pid': 'sim', 'poll.interval': 100, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } } },
-    mqtt: { enabled: true, 'broker-url': cloud.url, 'client-id': 'gw-cloud', 'keep-alive': 5 },
+    // Requests over the default connection run with rest.configuration, not kura.admin.
+    mqtt: { enabled: true, 'broker-url': cloud.url, 'client-id': 'gw-cloud', 'keep-alive': 5, 'requester.permissions': ['rest.configuration'] },
   };
   const cloudGot = await listen(t, cloud.url, 'cloud-sub');
   const plantGot = await listen(t, plant.url, 'plant-sub');
@@ -102,6 +103,15 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
   r = await create(conf, [{ factoryPid: CLOUD, pid: `${CLOUD}-quiet`, properties: {} }]);
   t.equal(r.status, 403, 'not even a disabled one without broker keys');
   t.notOk((await pids()).includes(`${CLOUD}-local`), 'nothing created');
+  // The same over CONF-V2: 400 (the code Kapua maps) with the message.
+  const req = new Requester(cloud.url, 'req', 'account');
+  await req.start();
+  t.teardown(() => req.client.end());
+  let m = await req.kura('gw-cloud', 'POST/factoryComponents', JSON.stringify({ configs: local }), { app: 'CONF-V2' });
+  t.equal(m?.code, 400, 'CONF-V2 create by a rest.configuration requester');
+  t.equal(JSON.parse(m!.body!).message, `Only kura.admin may create MQTT connections (${CLOUD}-local)`);
+  m = await req.kura('gw-cloud', 'GET/factoryComponents', undefined, { app: 'CONF-V2' });
+  t.ok(JSON.parse(m!.body!).pids.includes(CLOUD), 'CONF-V2 lists the connection factory');
 
   // Bad names and pids.
   for (const [pid, f, what] of [
@@ -174,6 +184,9 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
   r = await remove(conf, [`${CLOUD}-spare`]);
   t.equal(r.status, 403);
   t.equal(r.json().message, `Only kura.admin may delete MQTT connections (${CLOUD}-spare)`);
+  m = await req.kura('gw-cloud', 'DEL/factoryComponents/byPid', JSON.stringify({ pids: [`${MQTT}-spare`] }), { app: 'CONF-V2' });
+  t.equal(m?.code, 400, 'CONF-V2 delete by a rest.configuration requester');
+  t.equal(JSON.parse(m!.body!).message, `Only kura.admin may delete MQTT connections (${MQTT}-spare)`);
   r = await remove(admin, [`${MQTT}-spare`]);
   t.equal(r.status, 200, 'either pid deletes the connection');
   t.notOk((await pids()).some((p) => p.endsWith('-spare')), 'both components gone');
