@@ -67,3 +67,35 @@ t.test('applyLayer: the image with the layer on top, as through the flat propert
   }
   t.equal(JSON.stringify(image.assets), JSON.stringify({ first: { 'driver.pid': 'mb', channels: ch(5) }, big: { 'asset.desc': 'x', 'driver.pid': 'mb', 'poll.interval': 10, channels: ch(30) }, last: { 'driver.pid': 'sim', channels: ch(2) } }), 'the image is left as it was');
 });
+
+// MQTT connections made and deleted by the runtime layer (docs/configuration-v2.md "Creating and
+// deleting connections"): the shape of `mqtt` in the effective configuration.
+t.test('applyLayer: connections created and deleted at run time', async (t) => {
+  const CLOUD = 'org.eclipse.kura.cloud.CloudService';
+  const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+  const image: Raw = { mqtt: { enabled: true, 'broker-url': 'mqtt://a:1883', 'client-id': 'gw' } };
+  const created: Layer = {
+    formatVersion: 1,
+    components: {
+      [`${CLOUD}-plant`]: { factoryPid: CLOUD, pinned: true, props: { enabled: true } },
+      [`${MQTT}-plant`]: { factoryPid: MQTT, pinned: true, props: { 'broker-url': 'mqtt://b:1883' } },
+      [MQTT]: { props: { 'keep-alive': 9 } },
+    },
+    deleted: [],
+  };
+  const eff = applyLayer(image, created);
+  t.same(eff.mqtt, { connections: { default: { enabled: true, 'broker-url': 'mqtt://a:1883', 'client-id': 'gw', 'keep-alive': 9 }, plant: { enabled: true, 'broker-url': 'mqtt://b:1883' } } }, 'the object became the connection default, with its layer values');
+  t.same(image.mqtt, { enabled: true, 'broker-url': 'mqtt://a:1883', 'client-id': 'gw' }, 'the image is not changed');
+  const refs = componentsOf(eff).filter((c) => /CloudService|MqttDataTransport/.test(c.pid)).map(({ pid, factoryPid }) => ({ pid, factoryPid }));
+  t.same(refs, [{ pid: MQTT, factoryPid: undefined }, { pid: CLOUD, factoryPid: undefined }, { pid: `${MQTT}-plant`, factoryPid: MQTT }, { pid: `${CLOUD}-plant`, factoryPid: CLOUD }], 'default keeps its PIDs; the new pair are factory instances');
+
+  const file: Raw = { mqtt: { connections: { default: { 'client-id': 'gw' }, local: { 'client-id': 'gw-l' }, edge: { 'client-id': 'gw-e' } } } };
+  const layer: Layer = {
+    formatVersion: 1,
+    // An update (not pinned) of a connection the file no longer has does not bring it back.
+    components: { [`${CLOUD}-gone`]: { factoryPid: CLOUD, props: { enabled: true } } },
+    deleted: [`${CLOUD}-local`, `${MQTT}-local`],
+  };
+  t.same(Object.keys((applyLayer(file, layer).mqtt as any).connections), ['default', 'edge'], 'a deleted file connection stays deleted; an update alone creates nothing');
+  t.same(applyLayer(image, { formatVersion: 1, components: {}, deleted: [MQTT, CLOUD] }).mqtt, image.mqtt, 'the default is never deleted by the layer');
+});
