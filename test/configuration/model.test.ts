@@ -99,3 +99,19 @@ t.test('applyLayer: connections created and deleted at run time', async (t) => {
   t.same(Object.keys((applyLayer(file, layer).mqtt as any).connections), ['default', 'edge'], 'a deleted file connection stays deleted; an update alone creates nothing');
   t.same(applyLayer(image, { formatVersion: 1, components: {}, deleted: [MQTT, CLOUD] }).mqtt, image.mqtt, 'the default is never deleted by the layer');
 });
+
+// Reserved keys across the object form's conversion (src/configuration/reserved.ts): the default
+// connection's values read from each side's own section, so creating or dropping another connection
+// is no change of the default's broker; the other connection's own broker is.
+t.test('reservedChange across the conversion of mqtt to the connections form', async (t) => {
+  const { reservedChange } = await import('../../src/configuration/reserved.js');
+  const CLOUD = 'org.eclipse.kura.cloud.CloudService';
+  const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+  const image: Raw = { mqtt: { enabled: true, 'broker-url': 'mqtt://a:1883', username: 'u' } };
+  const none: Layer = { formatVersion: 1, components: {}, deleted: [] };
+  const withPlant = (props: Record<string, unknown>): Layer => ({ formatVersion: 1, components: { [`${CLOUD}-plant`]: { factoryPid: CLOUD, pinned: true, props: {} }, [`${MQTT}-plant`]: { factoryPid: MQTT, pinned: true, props } }, deleted: [] });
+  t.equal(reservedChange(image, none, withPlant({})), undefined, 'a created connection at its defaults changes no reserved key');
+  t.same(reservedChange(image, none, withPlant({ 'broker-url': 'mqtt://b:1883' })), { pid: `${MQTT}-plant`, key: 'broker-url' }, 'its broker does');
+  t.same(reservedChange(image, withPlant({ 'broker-url': 'mqtt://b:1883' }), none), { pid: `${MQTT}-plant`, key: 'broker-url' }, 'dropping it does');
+  t.equal(reservedChange(image, withPlant({}), none), undefined, 'back to the object form: the default’s broker is unchanged');
+});
