@@ -27,9 +27,13 @@ export interface ChangeActor {
 
 export const isAdmin = (by: ChangeActor): boolean => by.permissions.includes(ADMIN);
 
-/** The refusal of a reserved property to someone else (REST 403; over MQTT 400, the code Kapua maps). */
+/**
+ * The refusal of a reserved property to someone else (REST 403; over MQTT 400, the code Kapua maps).
+ * `key` '': not a property but the MQTT connection `pid` is, created or deleted (a rollback, `_reset`).
+ */
 export function reservedRefusal(by: ChangeActor, pid: string, key: string): { status: number; message: string } {
-  return { status: by.transport === 'mqtt' ? 400 : 403, message: `Only ${ADMIN} may change ${pid} property ${key}` };
+  const message = key === '' ? `Only ${ADMIN} may create or delete MQTT connections (${pid})` : `Only ${ADMIN} may change ${pid} property ${key}`;
+  return { status: by.transport === 'mqtt' ? 400 : 403, message };
 }
 
 type Single = (typeof SINGLETONS)[number];
@@ -63,6 +67,8 @@ export function reservedChange(image: Raw, before: Layer, after: Layer): { pid: 
   const wasOf = new Map(singletonsOf(was).map((s) => [s.pid, s]));
   const willOf = new Map(singletonsOf(will).map((s) => [s.pid, s]));
   const pids = new Set([...wasOf.keys(), ...willOf.keys()]);
+  // A connection made or removed (by a rollback or `_reset`: configuration/v2's create and delete refuse first).
+  for (const pid of pids) if (wasOf.has(pid) !== willOf.has(pid)) return { pid, key: '' };
   for (const r of RESERVED) {
     for (const pid of pids) {
       const a = wasOf.get(pid);

@@ -241,6 +241,13 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
   t.same((await props(`${MQTT}-extra`))['client-id'], S('gatewayd'), 'with its values');
   t.same((await props(MQTT))['client-id'], S('gw-cloud'), 'the default as it was');
   t.equal((await remove(admin, [`${CLOUD}-extra`])).status, 200);
+  // A rollback or _reset that would remove (or bring back) a connection is kura.admin's too.
+  r = await call(conf, '_reset', { takeSnapshot: false });
+  t.equal(r.status, 403, '_reset by a limited identity would delete a connection');
+  t.equal(r.json().message, `Only kura.admin may create or delete MQTT connections (${MQTT}-local)`);
+  r = await call(conf, 'snapshots/byId/_rollback', { id: withExtra });
+  t.equal(r.status, 403, 'so would a rollback that brings one back');
+  t.equal(r.json().message, `Only kura.admin may create or delete MQTT connections (${MQTT}-extra)`);
   // _reset: the image's configuration again, the single object without the connections made here.
   t.equal((await call(admin, '_reset', { takeSnapshot: false })).status, 200);
   t.same((await conns()).map((c) => c.name), ['default'], 'reset: only the file’s connection');

@@ -100,9 +100,9 @@ t.test('applyLayer: connections created and deleted at run time', async (t) => {
   t.same(applyLayer(image, { formatVersion: 1, components: {}, deleted: [MQTT, CLOUD] }).mqtt, image.mqtt, 'the default is never deleted by the layer');
 });
 
-// Reserved keys across the object form's conversion (src/configuration/reserved.ts): the default
-// connection's values read from each side's own section, so creating or dropping another connection
-// is no change of the default's broker; the other connection's own broker is.
+// Reserved keys across the object form's conversion (src/configuration/reserved.ts): a connection
+// created or deleted is reserved itself (a rollback, _reset); the default connection's values are
+// read from each side's own section.
 t.test('reservedChange across the conversion of mqtt to the connections form', async (t) => {
   const { reservedChange } = await import('../../src/configuration/reserved.js');
   const CLOUD = 'org.eclipse.kura.cloud.CloudService';
@@ -110,8 +110,12 @@ t.test('reservedChange across the conversion of mqtt to the connections form', a
   const image: Raw = { mqtt: { enabled: true, 'broker-url': 'mqtt://a:1883', username: 'u' } };
   const none: Layer = { formatVersion: 1, components: {}, deleted: [] };
   const withPlant = (props: Record<string, unknown>): Layer => ({ formatVersion: 1, components: { [`${CLOUD}-plant`]: { factoryPid: CLOUD, pinned: true, props: {} }, [`${MQTT}-plant`]: { factoryPid: MQTT, pinned: true, props } }, deleted: [] });
-  t.equal(reservedChange(image, none, withPlant({})), undefined, 'a created connection at its defaults changes no reserved key');
-  t.same(reservedChange(image, none, withPlant({ 'broker-url': 'mqtt://b:1883' })), { pid: `${MQTT}-plant`, key: 'broker-url' }, 'its broker does');
-  t.same(reservedChange(image, withPlant({ 'broker-url': 'mqtt://b:1883' }), none), { pid: `${MQTT}-plant`, key: 'broker-url' }, 'dropping it does');
-  t.equal(reservedChange(image, withPlant({}), none), undefined, 'back to the object form: the default’s broker is unchanged');
+  t.same(reservedChange(image, none, withPlant({})), { pid: `${MQTT}-plant`, key: '' }, 'a created connection is reserved itself');
+  t.same(reservedChange(image, withPlant({}), none), { pid: `${MQTT}-plant`, key: '' }, 'so is a deleted one');
+  t.equal(reservedChange(image, withPlant({}), withPlant({})), undefined, 'the same connections: no change');
+  t.same(reservedChange(image, withPlant({}), withPlant({ 'broker-url': 'mqtt://b:1883' })), { pid: `${MQTT}-plant`, key: 'broker-url' }, 'its broker is reserved');
+  // Converted on both sides, or on neither: the default's broker is read where each side has it.
+  const dflt = (props: Record<string, unknown>): Layer => ({ ...withPlant({}), components: { ...withPlant({}).components, [MQTT]: { props } } });
+  t.equal(reservedChange(image, withPlant({}), dflt({ 'keep-alive': 9 })), undefined, 'the default’s broker unchanged after the conversion');
+  t.same(reservedChange(image, withPlant({}), dflt({ 'broker-url': 'mqtt://c:1883' })), { pid: MQTT, key: 'broker-url' }, 'changed, it is seen');
 });
