@@ -190,7 +190,9 @@ const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor, outboxes
     const conns = new Set<string>();
     for (const p of asked) {
       const conn = connectionOfPid(p);
-      if (!conn || !all.some((c) => c.pid === p)) continue;
+      const c = conn && all.find((x) => x.pid === p);
+      // (An asset or driver may have a pid of that form: it is deleted as itself.)
+      if (!conn || !c || (c.factoryPid !== undefined && !isConnectionFactory(c.factoryPid))) continue;
       if (conn.name === DEFAULT_CONNECTION) throw bad(`Invalid parameter. pid ${p}: the MQTT connection ${DEFAULT_CONNECTION} cannot be deleted (disable it with enabled false)`);
       refuseUnlessAdmin(by, 'delete', p);
       conns.add(conn.name);

@@ -191,6 +191,13 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
   t.equal(r.status, 200, 'either pid deletes the connection');
   t.notOk((await pids()).some((p) => p.endsWith('-spare')), 'both components gone');
   t.notOk(await byName('spare'), 'gone from cloudconnection/v1');
+  // An asset whose pid looks like a connection's is an asset, created and deleted as one.
+  r = await create(admin, [{ factoryPid: 'org.eclipse.kura.wire.WireAsset', pid: `${CLOUD}-odd`, properties: { 'driver.pid': S('sim') } }]);
+  t.equal(r.status, 200, r.body);
+  t.notOk(await byName('odd'), 'no connection');
+  r = await remove(admin, [`${CLOUD}-odd`]);
+  t.equal(r.status, 200);
+  t.equal(r.body, '', 'deleted as an asset: an empty 200');
 
   // A restart keeps the created connection (the runtime layer).
   t.equal(await d.stop(), 0);
