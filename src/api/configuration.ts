@@ -3,11 +3,41 @@
 // parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
 
 import { isPlainObject as isObj, setOwn } from '../core/schema.js';
-import { ASSET_FACTORY, DRIVER_FACTORY, PLACEHOLDER, componentOf, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from '../configuration/model.js';
+import { ASSET_FACTORY, CLOUD_FACTORY, CONNECTION_NAME, DEFAULT_CONNECTION, DRIVER_FACTORY, PLACEHOLDER, TRANSPORT_FACTORY, componentOf, connectionOfPid, connectionPids, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from '../configuration/model.js';
+import { ADMIN, isAdmin } from '../configuration/reserved.js';
 import { ConfigError, type ConfigurationService } from '../configuration/service.js';
 import { AssetSource, configsJson, shownOf, type ShowOptions } from '../configuration/reply.js';
 import { JsonPieces, rawJson, type CoreRequest, type Family, type Method } from '../core/family.js';
 import type { ChangeActor } from '../configuration/reserved.js';
+
+/** What configuration/v2 learns of the running MQTT connections: how much a deleted one's outbox held. */
+export interface ConnectionOutboxes {
+  list(): readonly { name: string; outbox: { pending: number } }[];
+}
+
+// ---- MQTT connections as factory components (docs/configuration-v2.md "Creating and deleting
+// connections"). As Kura's CloudConnectionFactory does, one create makes a connection's two
+// components and one delete removes both; changing which brokers the device talks to is kura.admin's
+// (docs/configuration-v2.md "Reserved to kura.admin").
+
+const isConnectionFactory = (f: unknown) => f === CLOUD_FACTORY || f === TRANSPORT_FACTORY;
+
+/** Creating or deleting a connection by someone without kura.admin: REST 403, over MQTT 400 (the code Kapua maps). */
+function refuseUnlessAdmin(by: ChangeActor, what: 'create' | 'delete', pid: string): void {
+  if (!isAdmin(by)) throw new ConfigError(by.transport === 'mqtt' ? 400 : 403, `Only ${ADMIN} may ${what} MQTT connections (${cut(pid)})`);
+}
+
+/** A pid as a message repeats it: at most 200 characters of it. */
+const cut = (pid: string) => (pid.length > 200 ? `${pid.slice(0, 200)}…` : pid);
+
+/** The connection a create item names, checked: its name and the pid's form. */
+function connectionToCreate(pid: string, factoryPid: string): string {
+  const conn = connectionOfPid(pid);
+  pid = cut(pid);
+  if (!conn || conn.factoryPid !== factoryPid) throw bad(`Invalid parameter. pid ${pid}: a connection of factory ${factoryPid} is ${factoryPid}-<name>`);
+  if (!CONNECTION_NAME.test(conn.name) && conn.name !== DEFAULT_CONNECTION) throw bad(`Invalid parameter. pid ${pid}: "${conn.name.slice(0, 80)}" is not a connection name: 1 to 64 letters, digits, "_" or "-"`);
+  return conn.name;
+}
 
 type Svc = ConfigurationService;
 const bad = (text: string) => new ConfigError(400, text);
@@ -65,6 +95,9 @@ function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
   const secrets = new Map<string, Set<string>>();
   const all = svc.components();
   const taken = new Set(all.map((c) => c.pid));
+  /** The connections this request creates (each one's two components). */
+  const pairs = new Set<string>();
+  const named = new Set<string>();
   for (const item of field(body, 'configs', 'array')) {
     if (!isObj(item)) throw bad('component configuration objects cannot be null');
     let c = all.find((x) => x.pid === String(item.pid));
@@ -73,8 +106,24 @@ function configs(body: unknown, svc: Svc, create: boolean, by: ChangeActor) {
       const f = item.factoryPid === `org.eclipse.kura.asset` ? ASSET_FACTORY : item.factoryPid;
       if (typeof item.pid !== 'string' || !item.pid) throw bad('Invalid parameter. pid cannot be null');
       if (typeof f !== 'string') throw bad('Invalid parameter. factoryPid cannot be null');
-      if (taken.has(item.pid)) throw bad(`Invalid parameter. pid ${item.pid} already exists`);
+      const conn = isConnectionFactory(f) ? connectionToCreate(item.pid, f) : undefined;
+      if (conn !== undefined) refuseUnlessAdmin(by, 'create', item.pid);
+      // The second half of a connection this request creates is not taken by its first.
+      const second = conn !== undefined && pairs.has(conn) && !named.has(item.pid);
+      if (taken.has(item.pid) && !second) throw bad(`Invalid parameter. pid ${item.pid} already exists`);
+      named.add(item.pid);
       if (f !== ASSET_FACTORY && !factoryOcd(f, svc.registry)) throw bad(`Invalid parameter. factoryPid ${f} is not a known factory`);
+      if (conn !== undefined) {
+        // The pair at once; the other half may come later in this request with its own properties.
+        const pair = connectionPids(conn);
+        const other = pair.find((p) => p !== item.pid)!;
+        if (!pairs.has(conn)) {
+          if (taken.has(other)) throw bad(`Invalid parameter. pid ${item.pid}: the MQTT connection ${conn} already exists (${other})`);
+          pairs.add(conn);
+          taken.add(other);
+          todo.push({ c: { pid: other, factoryPid: other === pair[0] ? TRANSPORT_FACTORY : CLOUD_FACTORY }, props: {} });
+        }
+      }
       taken.add(item.pid);
       c = { pid: item.pid, factoryPid: f };
       item.properties ??= {};
@@ -105,7 +154,8 @@ export const updateConfigurations = (svc: Svc, body: unknown, by: ChangeActor): 
 /** Who sends a request, for the properties reserved to kura.admin (over MQTT: the requester's permissions). */
 export const actorOf = (req: CoreRequest): ChangeActor => ({ transport: req.transport, permissions: req.identity?.permissions ?? [] });
 
-const factories = (svc: Svc) => svc.registry.names().map((n) => DRIVER_FACTORY + n);
+// The driver factories, then the connection's two (Kura lists every factory with a metatype Designate).
+const factories = (svc: Svc) => [...svc.registry.names().map((n) => DRIVER_FACTORY + n), CLOUD_FACTORY, TRANSPORT_FACTORY];
 const factoryConfigs = (svc: Svc, only?: string[]) => ({
   configs: factories(svc)
     .filter((f) => !only || only.includes(f))
@@ -115,7 +165,7 @@ const factoryConfigs = (svc: Svc, only?: string[]) => ({
 /** The routes whose reply is made in pieces (JsonPieces). */
 const STREAMED = new Set(['POST snapshots/byId', 'GET configurableComponents/configurations', 'POST configurableComponents/configurations/byPid', 'POST configurableComponents/configurations/byPid/_default']);
 
-const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor) => unknown> = {
+const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor, outboxes?: ConnectionOutboxes) => unknown> = {
   'GET snapshots': (svc) => ({ ids: svc.store.snapshotIds() }),
   'POST snapshots/byId': (svc, body) => {
     const s = svc.readSnapshot(field(body, 'id', 'number'));
@@ -133,14 +183,32 @@ const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor) => unkno
   'EXEC snapshots/byId/_rollback': async (svc, body, by) => message(await svc.rollback(field(body, 'id', 'number'), by)),
   'GET factoryComponents': (svc) => ({ pids: factories(svc) }),
   'POST factoryComponents': async (svc, body, by) => message(await configs(body, svc, true, by)),
-  'DEL factoryComponents/byPid': async (svc, body, by) => {
+  'DEL factoryComponents/byPid': async (svc, body, by, outboxes) => {
     const all = svc.components();
-    const gone = pids(body).filter((p) => all.find((c) => c.pid === p)?.factoryPid); // Kura: other pids are a no-op
-    return message(
-      await svc.change((layer) => {
-        for (const p of gone) delete layer.components[p], layer.deleted.push(p);
-      }, snap(body), { by }),
-    );
+    const asked = pids(body);
+    // A connection goes whole, whichever of its two pids is named (Kura's CloudConnectionFactory).
+    const conns = new Set<string>();
+    for (const p of asked) {
+      const conn = connectionOfPid(p);
+      const c = conn && all.find((x) => x.pid === p);
+      // (An asset or driver may have a pid of that form: it is deleted as itself.)
+      if (!conn || !c || (c.factoryPid !== undefined && !isConnectionFactory(c.factoryPid))) continue;
+      if (conn.name === DEFAULT_CONNECTION) throw bad(`Invalid parameter. pid ${p}: the MQTT connection ${DEFAULT_CONNECTION} cannot be deleted (disable it with enabled false)`);
+      refuseUnlessAdmin(by, 'delete', p);
+      conns.add(conn.name);
+    }
+    const gone = new Set(asked.filter((p) => all.find((c) => c.pid === p)?.factoryPid)); // Kura: other pids are a no-op
+    for (const n of conns) for (const p of connectionPids(n)) gone.add(p);
+    // What each deleted connection's outbox holds stays in its folder (docs/mqtt.md "Connections"): said, not dropped.
+    const held = [...conns].map((n) => ({ name: n, pending: outboxes?.list().find((c) => c.name === n)?.outbox.pending ?? 0 }));
+    const changed = await svc.change((layer) => {
+      for (const p of gone) {
+        delete layer.components[p];
+        if (!layer.deleted.includes(p)) layer.deleted.push(p);
+      }
+    }, snap(body), { by });
+    const kept = held.map((h) => `MQTT connection ${h.name} deleted; the ${h.pending} message${h.pending === 1 ? '' : 's'} its outbox held ${h.pending === 1 ? 'is' : 'are'} kept in dataDir/mqtt-${h.name}, sent when a connection of that name is created again`);
+    return message([changed, ...kept].filter(Boolean).join('; ') || undefined);
   },
   'GET factoryComponents/ocd': (svc) => factoryConfigs(svc),
   'POST factoryComponents/ocd/byFactoryPid': (svc, body) => factoryConfigs(svc, pids(body)),
@@ -155,7 +223,7 @@ const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor) => unkno
 };
 
 /** configuration/v2 over REST and CONF-V2 over MQTT, on the request-handler core (src/core/). */
-export const configurationFamily = (svc: Svc): Family => ({
+export const configurationFamily = (svc: Svc, outboxes?: ConnectionOutboxes): Family => ({
   name: 'configuration/v2',
   rest: '/services/configuration/v2',
   appId: 'CONF-V2',
@@ -177,7 +245,7 @@ export const configurationFamily = (svc: Svc): Family => ({
         const hold = k === 'POST snapshots/byId' ? new Promise<void>((resolve) => (written = resolve)) : undefined;
         let out: unknown;
         try {
-          out = await svc.serial(async () => fn(svc, body, actorOf(req)), hold);
+          out = await svc.serial(async () => fn(svc, body, actorOf(req), outboxes), hold);
         } finally {
           if (!(out instanceof JsonPieces)) release?.(), written?.();
         }

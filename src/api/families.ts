@@ -53,7 +53,7 @@ export function families(d: FamilyDeps): Family[] {
     driversFamily(d.assets.drivers), //          REST /services/drivers/{pid}/_probe, …
     systemFamily(d.http, d.system), //           REST /services/system/v1
     identityFamily(d.auth), //                   REST /services/identity/v1
-    ...(d.configuration ? [configurationFamily(d.configuration), confV1Family(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2 and CONF-V1
+    ...(d.configuration ? [configurationFamily(d.configuration, d.cloudconnection), confV1Family(d.configuration)] : []), // REST configuration/v2, MQTT CONF-V2 and CONF-V1
     ...(d.configuration ? [assetChannelsCsvFamily(d.configuration)] : []), // REST /services/assets/{pid}/_channels.csv
     deployFamily(d.deploy, d.log, driverUsage(d.assets)), // REST /services/deploy/v2
     deployV2Family(d.deploy, d.log), //          MQTT DEPLOY-V2

@@ -15,6 +15,9 @@ import { commandSection } from '../command/config.js';
 import { ASSET_TIMES } from '../assets/config.js';
 import { javaDoubleText } from '../channels/values.js';
 
+// The connection name rule and the default's name, for the front ends (which do not import src/mqtt).
+export { CONNECTION_NAME, DEFAULT_CONNECTION };
+
 export type Raw = Record<string, unknown>;
 export type Props = Record<string, unknown>;
 
@@ -60,6 +63,58 @@ export const singleton = (pid: string) => SINGLETONS.find((s) => s.pid === pid);
 // `…MqttDataTransport-<name>`, over `mqtt.connections.<name>`; `default` keeps today's PIDs.
 const CLOUD = SINGLETONS.find((s) => s.pid === `${K}cloud.CloudService`)!;
 const TRANSPORT = SINGLETONS.find((s) => s.pid === `${K}core.data.transport.mqtt.MqttDataTransport`)!;
+
+/** The factory PIDs of a connection's two components (Kura's CloudConnectionFactory makes them as a pair). */
+export const CLOUD_FACTORY = CLOUD.pid;
+export const TRANSPORT_FACTORY = TRANSPORT.pid;
+const isConnectionFactory = (f: string | undefined) => f === CLOUD_FACTORY || f === TRANSPORT_FACTORY;
+
+/** A connection's two PIDs, transport first (the order of singletonsOf); `default` keeps the bare ones. */
+export const connectionPids = (name: string): [string, string] =>
+  name === DEFAULT_CONNECTION ? [TRANSPORT.pid, CLOUD.pid] : [`${TRANSPORT.pid}-${name}`, `${CLOUD.pid}-${name}`];
+
+/**
+ * The connection a PID would be (`…CloudService-<name>`, `…MqttDataTransport-<name>`, the bare PIDs:
+ * `default`) and the factory PID of that half; undefined for any other PID. The name is not checked.
+ */
+export function connectionOfPid(pid: string): { name: string; factoryPid: string } | undefined {
+  for (const f of [CLOUD.pid, TRANSPORT.pid]) {
+    if (pid === f) return { name: DEFAULT_CONNECTION, factoryPid: f };
+    if (pid.startsWith(`${f}-`)) return { name: pid.slice(f.length + 1), factoryPid: f };
+  }
+  return undefined;
+}
+
+/**
+ * The image as the runtime layer shapes its `mqtt` section (docs/configuration-v2.md "Creating and
+ * deleting connections"): a connection the layer created is an empty entry of `mqtt.connections`
+ * (its properties come with the overlay), one it deleted is gone, and an object-form `mqtt` with a
+ * created connection becomes the connections form with the object as `default` (same PIDs). The
+ * image itself is not changed; without connection components in the layer it is returned as is.
+ */
+export function shapedImage(image: Raw, layer: Pick<Layer, 'components' | 'deleted'>): Raw {
+  const created = new Set<string>();
+  for (const [pid, c] of Object.entries(layer.components)) {
+    // Created (or restored by a rollback): pinned. An update of a file's connection is not, and
+    // follows the file (gone when the file no longer has the connection).
+    const conn = c.pinned && isConnectionFactory(c.factoryPid) ? connectionOfPid(pid) : undefined;
+    if (conn && CONNECTION_NAME.test(conn.name)) created.add(conn.name);
+  }
+  const deleted = new Set<string>();
+  for (const pid of layer.deleted) {
+    const conn = connectionOfPid(pid);
+    if (conn && conn.name !== DEFAULT_CONNECTION) deleted.add(conn.name);
+  }
+  if (created.size === 0 && deleted.size === 0) return image;
+  const m = image.mqtt;
+  const form = isObj(m) && Object.hasOwn(m, 'connections');
+  if (!form && created.size === 0) return image; // nothing of the object form to delete
+  if (form && !isObj(m.connections)) return image; // a problem of the file, named by its validation
+  const list: Raw = form ? { ...(m.connections as Raw) } : { [DEFAULT_CONNECTION]: isObj(m) ? m : {} };
+  for (const n of created) if (!Object.hasOwn(list, n)) set(list, n, {});
+  for (const n of deleted) if (!created.has(n)) delete list[n];
+  return { ...image, mqtt: { ...(form ? (m as Raw) : {}), connections: list } };
+}
 
 /** The connections form's names, in the file's order; undefined for the object form. */
 function connectionNames(raw: Raw): string[] | undefined {
@@ -178,6 +233,13 @@ const sectionOf = (raw: Raw, s: Singleton): Raw => {
 
 const drivers = (raw: Raw) => (raw.drivers === undefined ? { sim: { factory: 'simulator' } } : raw.drivers);
 
+/**
+ * A connection other than `default` is a factory instance, as Kura's CloudConnectionFactory makes
+ * them (`service.factoryPid` `…CloudService` / `…MqttDataTransport`): deletable, restored by a rollback.
+ */
+const connectionFactory = (s: Singleton): { factoryPid?: string } =>
+  s.section.startsWith('mqtt.connections.') && s.pid !== CLOUD.pid && s.pid !== TRANSPORT.pid ? { factoryPid: s.pid.startsWith(`${CLOUD.pid}-`) ? CLOUD.pid : TRANSPORT.pid } : {};
+
 /** The components of a (raw) configuration, properties as written (no defaults). */
 export function componentsOf(raw: Raw): Component[] {
   return [...eachComponent(raw)];
@@ -191,7 +253,7 @@ export interface ComponentRef {
 
 /** The pids of componentsOf(raw), in its order, without building any component's properties. */
 export function componentRefs(raw: Raw): ComponentRef[] {
-  const out: ComponentRef[] = singletonsOf(raw).map((s) => ({ pid: s.pid }));
+  const out: ComponentRef[] = singletonsOf(raw).map((s) => ({ pid: s.pid, ...connectionFactory(s) }));
   for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) out.push({ pid, factoryPid: DRIVER_FACTORY + String(d.factory) });
   if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) out.push({ pid, factoryPid: ASSET_FACTORY });
   return out;
@@ -202,7 +264,7 @@ export function componentOf(raw: Raw, pid: string): Component | undefined {
   const ref = componentRefs(raw).find((c) => c.pid === pid);
   if (!ref) return undefined;
   const s = singletonOf(raw, pid);
-  if (s) return { pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) };
+  if (s) return { pid, ...connectionFactory(s), props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) };
   const props = ref.factoryPid === ASSET_FACTORY ? flattenAsset((raw.assets as Raw)[pid] as Raw) : { ...((drivers(raw) as Raw)[pid] as Raw) };
   delete props.factory;
   return { ...ref, props };
@@ -211,7 +273,7 @@ export function componentOf(raw: Raw, pid: string): Component | undefined {
 /** componentsOf one at a time: an asset's flattened properties (several per channel) live only while used. */
 export function* eachComponent(raw: Raw): Generator<Component> {
   const done = (c: Component): Component => (delete c.props.factory, c);
-  for (const s of singletonsOf(raw)) yield done({ pid: s.pid, props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) });
+  for (const s of singletonsOf(raw)) yield done({ pid: s.pid, ...connectionFactory(s), props: Object.fromEntries(Object.entries(sectionOf(raw, s)).filter(([k]) => s.mine(k))) });
   for (const [pid, d] of Object.entries(drivers(raw) as Raw)) if (isObj(d)) yield done({ pid, factoryPid: DRIVER_FACTORY + String(d.factory), props: { ...d } });
   if (isObj(raw.assets)) for (const [pid, a] of Object.entries(raw.assets)) if (isObj(a)) yield done({ pid, factoryPid: ASSET_FACTORY, props: flattenAsset(a) });
 }
@@ -240,6 +302,7 @@ function merge(into: Raw, over: Props): Raw {
  * unless the layer created or pinned it.
  */
 export function applyLayer(image: Raw, layer: Layer): Raw {
+  image = shapedImage(image, layer);
   // Assets the layer replaces or deletes are not copied only to be dropped (a null keeps their place).
   const imageAssets = isObj(image.assets) ? image.assets : {};
   const replaced = (pid: string) => Object.hasOwn(imageAssets, pid) && isObj(imageAssets[pid]) && (layer.deleted.includes(pid) || layer.components[pid]?.factoryPid === ASSET_FACTORY);
@@ -254,7 +317,7 @@ export function applyLayer(image: Raw, layer: Layer): Raw {
       const sec = s.section ? s.section.split('.').reduce((o: Raw, k) => (Object.hasOwn(o, k) && isObj(o[k]) ? o[k] : (set(o, k, {}), o[k])) as Raw, out) : out;
       if (c.pinned) for (const k of Object.keys(sec)) if (s.mine(k)) delete sec[k];
       merge(sec, c.props);
-    } else if (c.factoryPid) {
+    } else if (c.factoryPid && !isConnectionFactory(c.factoryPid)) {
       const asset = c.factoryPid === ASSET_FACTORY;
       const kind = map(asset ? 'assets' : 'drivers');
       const from = asset ? imageAssets : kind;
@@ -410,6 +473,8 @@ export function definitionLookup(c: ComponentRef, raw: Raw, registry: DriverRegi
 }
 
 export function factoryOcd(factoryPid: string, registry: DriverRegistry): Ocd | undefined {
+  const conn = factoryPid === CLOUD.pid ? CLOUD : factoryPid === TRANSPORT.pid ? TRANSPORT : undefined;
+  if (conn) return { id: conn.pid, name: conn.pid.slice(conn.pid.lastIndexOf('.') + 1), ads: adsOfSpec(conn.spec) };
   const name = factoryPid.slice(DRIVER_FACTORY.length);
   const f = factoryPid.startsWith(DRIVER_FACTORY) ? registry.get(name) : undefined;
   return f && { id: factoryPid, name: f.ocd?.name ?? name, description: f.ocd?.description, ads: driverAds(registry, name, false) };

@@ -6,7 +6,8 @@
 import type { Config } from './config.js';
 import type { DriverRegistry } from '../drivers/registry.js';
 import { isPlainObject } from '../core/schema.js';
-import { DRIVER_FACTORY, factoryOcd, sectionAt, singletonsOf, type Raw } from './model.js';
+import { DRIVER_FACTORY, connectionPids, factoryOcd, sectionAt, singletonsOf, type Raw } from './model.js';
+import { DEFAULT_CONNECTION, mqttSection } from '../mqtt/config.js';
 
 /** The secrets of the configuration file's sections, each with the keys that say where it is sent. */
 const SECTION_SECRETS: readonly { section: 'mqtt'; secret: string; endpoint: readonly string[] }[] = [
@@ -55,15 +56,17 @@ export function movedSecret(before: Config, after: Config, image: Raw, given: Gi
     for (const conn of after.connections) {
       const prev = before.connections.find((c) => c.name === conn.name);
       if (!prev) continue; // a new connection has no stored secret
+      // The connection's transport component, whether the file, or the runtime layer, made it (a
+      // connection created at run time has no image values: its keys' defaults stand in for them).
       const single = singletonsOf(image).find((x) => (x.section === conn.keyPath || (x.section === s.section && conn.keyPath === s.section)) && x.mine(s.secret));
-      if (!single) continue;
-      const sec = sectionAt(image, conn.keyPath);
+      const pid = single?.pid ?? connectionPids(conn.name)[0];
+      const sec = single ? sectionAt(image, single.section) : conn.name === DEFAULT_CONNECTION && !isPlainObject(sectionAt(image, conn.keyPath)) ? image.mqtt : sectionAt(image, conn.keyPath);
       const img = isPlainObject(sec) ? sec : {};
-      const spec = single.spec;
+      const spec = mqttSection.spec!;
       // The image as validated would read it: absent keys at their defaults.
       const imageValues = Object.fromEntries([s.secret, ...s.endpoint].map((k) => [k, Object.hasOwn(img, k) ? img[k] : spec[k]?.[1]]));
-      const changed = moved(prev.config as unknown as Record<string, unknown>, conn.config as unknown as Record<string, unknown>, imageValues, s.secret, s.endpoint, given.get(single.pid));
-      if (changed) return { pid: single.pid, key: s.secret, changed };
+      const changed = moved(prev.config as unknown as Record<string, unknown>, conn.config as unknown as Record<string, unknown>, imageValues, s.secret, s.endpoint, given.get(pid));
+      if (changed) return { pid, key: s.secret, changed };
     }
   }
   const imageDrivers = isPlainObject(image.drivers) ? image.drivers : {};

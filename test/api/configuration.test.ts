@@ -209,7 +209,8 @@ t.test('configuration/v2', async (t) => {
     t.same(port, { name: 'TCP port', description: 'TCP port of the device or converter (TCP and RTU_OVER_TCP).', id: 'modbus.tcp-udp.port', type: 'INTEGER', cardinality: 0, min: '1', max: '65535', defaultValue: '502', isRequired: false });
     // Every built-in factory's property has a label and a description.
     for (const f of r.filter((c: any) => c.pid.startsWith('org.eclipse.kura.driver.'))) for (const a of f.definition?.ad ?? []) t.ok(a.name !== a.id && a.description, `${f.pid} ${a.id} is labelled: ${a.name}`);
-    t.same((await get('factoryComponents')).json().pids.sort(), ['org.eclipse.kura.driver.gpio', 'org.eclipse.kura.driver.modbus', 'org.eclipse.kura.driver.simulator']);
+    // The driver factories, and the two of an MQTT connection (docs/configuration-v2.md "Creating and deleting connections").
+    t.same((await get('factoryComponents')).json().pids.sort(), ['org.eclipse.kura.cloud.CloudService', 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport', 'org.eclipse.kura.driver.gpio', 'org.eclipse.kura.driver.modbus', 'org.eclipse.kura.driver.simulator']);
     t.equal((await post('factoryComponents/ocd/byFactoryPid', { pids: ['x.y'] })).body, '{"configs":[]}');
   });
 

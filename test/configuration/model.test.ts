@@ -67,3 +67,55 @@ t.test('applyLayer: the image with the layer on top, as through the flat propert
   }
   t.equal(JSON.stringify(image.assets), JSON.stringify({ first: { 'driver.pid': 'mb', channels: ch(5) }, big: { 'asset.desc': 'x', 'driver.pid': 'mb', 'poll.interval': 10, channels: ch(30) }, last: { 'driver.pid': 'sim', channels: ch(2) } }), 'the image is left as it was');
 });
+
+// MQTT connections made and deleted by the runtime layer (docs/configuration-v2.md "Creating and
+// deleting connections"): the shape of `mqtt` in the effective configuration.
+t.test('applyLayer: connections created and deleted at run time', async (t) => {
+  const CLOUD = 'org.eclipse.kura.cloud.CloudService';
+  const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+  const image: Raw = { mqtt: { enabled: true, 'broker-url': 'mqtt://a:1883', 'client-id': 'gw' } };
+  const created: Layer = {
+    formatVersion: 1,
+    components: {
+      [`${CLOUD}-plant`]: { factoryPid: CLOUD, pinned: true, props: { enabled: true } },
+      [`${MQTT}-plant`]: { factoryPid: MQTT, pinned: true, props: { 'broker-url': 'mqtt://b:1883' } },
+      [MQTT]: { props: { 'keep-alive': 9 } },
+    },
+    deleted: [],
+  };
+  const eff = applyLayer(image, created);
+  t.same(eff.mqtt, { connections: { default: { enabled: true, 'broker-url': 'mqtt://a:1883', 'client-id': 'gw', 'keep-alive': 9 }, plant: { enabled: true, 'broker-url': 'mqtt://b:1883' } } }, 'the object became the connection default, with its layer values');
+  t.same(image.mqtt, { enabled: true, 'broker-url': 'mqtt://a:1883', 'client-id': 'gw' }, 'the image is not changed');
+  const refs = componentsOf(eff).filter((c) => /CloudService|MqttDataTransport/.test(c.pid)).map(({ pid, factoryPid }) => ({ pid, factoryPid }));
+  t.same(refs, [{ pid: MQTT, factoryPid: undefined }, { pid: CLOUD, factoryPid: undefined }, { pid: `${MQTT}-plant`, factoryPid: MQTT }, { pid: `${CLOUD}-plant`, factoryPid: CLOUD }], 'default keeps its PIDs; the new pair are factory instances');
+
+  const file: Raw = { mqtt: { connections: { default: { 'client-id': 'gw' }, local: { 'client-id': 'gw-l' }, edge: { 'client-id': 'gw-e' } } } };
+  const layer: Layer = {
+    formatVersion: 1,
+    // An update (not pinned) of a connection the file no longer has does not bring it back.
+    components: { [`${CLOUD}-gone`]: { factoryPid: CLOUD, props: { enabled: true } } },
+    deleted: [`${CLOUD}-local`, `${MQTT}-local`],
+  };
+  t.same(Object.keys((applyLayer(file, layer).mqtt as any).connections), ['default', 'edge'], 'a deleted file connection stays deleted; an update alone creates nothing');
+  t.same(applyLayer(image, { formatVersion: 1, components: {}, deleted: [MQTT, CLOUD] }).mqtt, image.mqtt, 'the default is never deleted by the layer');
+});
+
+// Reserved keys across the object form's conversion (src/configuration/reserved.ts): a connection
+// created or deleted is reserved itself (a rollback, _reset); the default connection's values are
+// read from each side's own section.
+t.test('reservedChange across the conversion of mqtt to the connections form', async (t) => {
+  const { reservedChange } = await import('../../src/configuration/reserved.js');
+  const CLOUD = 'org.eclipse.kura.cloud.CloudService';
+  const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+  const image: Raw = { mqtt: { enabled: true, 'broker-url': 'mqtt://a:1883', username: 'u' } };
+  const none: Layer = { formatVersion: 1, components: {}, deleted: [] };
+  const withPlant = (props: Record<string, unknown>): Layer => ({ formatVersion: 1, components: { [`${CLOUD}-plant`]: { factoryPid: CLOUD, pinned: true, props: {} }, [`${MQTT}-plant`]: { factoryPid: MQTT, pinned: true, props } }, deleted: [] });
+  t.same(reservedChange(image, none, withPlant({})), { pid: `${MQTT}-plant`, key: '' }, 'a created connection is reserved itself');
+  t.same(reservedChange(image, withPlant({}), none), { pid: `${MQTT}-plant`, key: '' }, 'so is a deleted one');
+  t.equal(reservedChange(image, withPlant({}), withPlant({})), undefined, 'the same connections: no change');
+  t.same(reservedChange(image, withPlant({}), withPlant({ 'broker-url': 'mqtt://b:1883' })), { pid: `${MQTT}-plant`, key: 'broker-url' }, 'its broker is reserved');
+  // Converted on both sides, or on neither: the default's broker is read where each side has it.
+  const dflt = (props: Record<string, unknown>): Layer => ({ ...withPlant({}), components: { ...withPlant({}).components, [MQTT]: { props } } });
+  t.equal(reservedChange(image, withPlant({}), dflt({ 'keep-alive': 9 })), undefined, 'the default’s broker unchanged after the conversion');
+  t.same(reservedChange(image, withPlant({}), dflt({ 'broker-url': 'mqtt://c:1883' })), { pid: MQTT, key: 'broker-url' }, 'changed, it is seen');
+});

@@ -1,7 +1,9 @@
 // The console's Connections view (docs/console.md "Views") in Debian's chromium against the real
 // daemon and a real Mosquitto: each MQTT connection with its state, broker and counters;
-// Disconnect really disconnects it (the broker sees the DC) and Connect brings it back; an identity
-// without rest.cloudconnection has no link and the view's address shows the 403. No CSP violation.
+// Disconnect really disconnects it (the broker sees the DC) and Connect brings it back; kura.admin
+// adds a connection (it connects) and deletes it (DC; the note says what its outbox keeps), which
+// an identity with rest.cloudconnection alone is not offered; an identity without
+// rest.cloudconnection has no link and the view's address shows the 403. No CSP violation.
 
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
@@ -27,6 +29,7 @@ t.test('connections view', mosquittoSkip(), async (t) => {
     identities: {
       admin: { password: 'Admin-pass1', permissions: ['kura.admin'] },
       tech: { password: 'Tech-pass1', permissions: ['rest.assets'] },
+      ops: { password: 'Ops-pass12', permissions: ['rest.cloudconnection'] },
     },
     rest: { 'login.throttle.max.delay': 0 },
     mqtt: {
@@ -67,7 +70,33 @@ t.test('connections view', mosquittoSkip(), async (t) => {
   await until(() => seen.filter((x) => x === '$EDC/account/gw-local/MQTT/BIRTH').length > births, 10_000, 'BIRTH of local again');
   await page.getByRole('button', { name: 'Disconnect local' }).waitFor();
   t.pass('Connect: BIRTH again, the row offers Disconnect');
+
+  // kura.admin adds a connection (configuration/v2 factory components): it connects, BIRTH on the broker.
+  t.equal(await row('default').getByRole('button', { name: 'Delete default' }).count(), 0, 'the default has no Delete');
+  const add = page.getByRole('form', { name: 'Add a connection' });
+  await add.getByLabel('Connection name').fill('extra');
+  await add.getByLabel('Broker URL').fill(broker.url);
+  await add.getByLabel('Client id').fill('gw-extra');
+  await add.getByRole('button', { name: 'Add connection' }).click();
+  await page.getByRole('status').filter({ hasText: 'Connection extra added.' }).waitFor();
+  await until(() => seen.includes('$EDC/account/gw-extra/MQTT/BIRTH'), 10_000, 'BIRTH of the added connection');
+  await row('extra').getByText('connected', { exact: true }).waitFor();
+  t.pass('Add: the connection connects and is listed');
+  // Delete (confirmed): DC on the broker, the row goes, the note says what its outbox keeps.
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.getByRole('button', { name: 'Delete extra' }).click();
+  await page.getByRole('status').filter({ hasText: /MQTT connection extra deleted; the \d+ messages? its outbox held/ }).waitFor();
+  await until(() => seen.includes('$EDC/account/gw-extra/MQTT/DC'), 5000, 'DC of the deleted connection');
+  await row('extra').waitFor({ state: 'detached' });
+  t.pass('Delete: DC, the row is gone, the kept messages are said');
   t.same(problems, [], 'no console error, no CSP violation');
+
+  // With rest.cloudconnection but not kura.admin: the view, without Add or Delete.
+  const ops = await session('ops', 'Ops-pass12', 'Connections');
+  await ops.page.getByRole('link', { name: 'Connections' }).click();
+  await ops.page.locator('tr[data-connection="local"]').waitFor();
+  t.equal(await ops.page.getByRole('form', { name: 'Add a connection' }).count(), 0, 'no Add form');
+  t.equal(await ops.page.getByRole('button', { name: 'Delete local' }).count(), 0, 'no Delete');
 
   // Without rest.cloudconnection: no link, and the view's address shows the 403.
   const tech = await session('tech', 'Tech-pass1', 'Assets');

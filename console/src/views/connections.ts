@@ -1,11 +1,17 @@
 // Connections (rest.cloudconnection): each MQTT connection's state, broker, outbox and counters,
-// with Connect and Disconnect (cloudconnection/v1, docs/rest-api.md); refreshed every 5 s.
+// with Connect and Disconnect (cloudconnection/v1, docs/rest-api.md); refreshed every 5 s. For
+// kura.admin, Add and Delete: a connection's two configuration/v2 factory components
+// (docs/configuration-v2.md "Creating and deleting connections").
 
-import { get, post } from '../api';
-import { every, fmtTime, h, replace } from '../dom';
-import { problem, table } from './common';
+import { call, get, post } from '../api';
+import { every, field, fmtTime, h, replace } from '../dom';
+import { allowed, problem, table, type Identity } from './common';
 
 const CC = '/services/cloudconnection/v1';
+const C = '/services/configuration/v2';
+const CLOUD = 'org.eclipse.kura.cloud.CloudService';
+const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+const S = (value: string) => ({ type: 'STRING', value });
 
 interface Connection {
   name: string;
@@ -20,10 +26,44 @@ interface Connection {
   lastError: { at: number; message: string } | null;
 }
 
-export function connectionsView(root: HTMLElement): () => void {
+export function connectionsView(root: HTMLElement, _args?: string[], me?: Identity): () => void {
   const body = h('div', { 'aria-busy': 'true' }, h('p', null, 'Loading…'));
   const note = h('p', { role: 'status', 'aria-live': 'polite' });
-  replace(root, h('h1', null, 'Connections'), note, body);
+  const admin = !!me && allowed(me, 'kura.admin');
+  replace(root, h('h1', null, 'Connections'), note, body, admin && addForm());
+  /** Runs a configuration/v2 change; its answer's message (a delete's kept messages) or `done` goes to the note. */
+  const change = async (done: string, fn: () => Promise<{ message?: string } | undefined>) => {
+    try {
+      note.textContent = (await fn())?.message ?? done;
+    } catch (e) {
+      replace(note, problem(e, 'kura.admin'));
+    }
+    await refresh().catch(() => {});
+  };
+  function addForm(): HTMLElement {
+    const name = h('input', { required: true, pattern: '[A-Za-z0-9_\\-]{1,64}', autocomplete: 'off' });
+    const url = h('input', { required: true, placeholder: 'mqtt://host:1883', autocomplete: 'off' });
+    const client = h('input', { required: true, autocomplete: 'off' });
+    const enabled = h('input', { type: 'checkbox', checked: true });
+    const form = h('form', { 'aria-label': 'Add a connection' },
+      h('h2', null, 'Add a connection'),
+      field('Connection name', name, 'Letters, digits, _ and -; up to 64.'), field('Broker URL', url), field('Client id', client), field('Enabled', enabled),
+      h('button', { type: 'submit' }, 'Add connection'));
+    form.onsubmit = (ev) => {
+      ev.preventDefault();
+      void change(`Connection ${name.value} added.`, () => post(`${C}/factoryComponents`, {
+        configs: [
+          { factoryPid: CLOUD, pid: `${CLOUD}-${name.value}`, properties: { enabled: { type: 'BOOLEAN', value: enabled.checked } } },
+          { factoryPid: MQTT, pid: `${MQTT}-${name.value}`, properties: { 'broker-url': S(url.value), 'client-id': S(client.value) } },
+        ],
+        takeSnapshot: true,
+      }));
+    };
+    return form;
+  }
+  const remove = (c: Connection) =>
+    confirm(`Delete the connection ${c.name}? What its outbox holds is kept on the device.`) &&
+    change(`Connection ${c.name} deleted.`, () => call('DELETE', `${C}/factoryComponents/byPid`, { pids: [`${CLOUD}-${c.name}`], takeSnapshot: true }));
   const act = async (c: Connection, what: '_connect' | '_disconnect') => {
     try {
       await post(`${CC}/connections/${encodeURIComponent(c.name)}/${what}`);
@@ -47,7 +87,8 @@ export function connectionsView(root: HTMLElement): () => void {
           h('td', null, c.lastError ? `${c.lastError.message} (${fmtTime(c.lastError.at)})` : '—'),
           h('td', null, c.connected
             ? h('button', { type: 'button', onclick: () => act(c, '_disconnect'), 'aria-label': `Disconnect ${c.name}` }, 'Disconnect')
-            : h('button', { type: 'button', onclick: () => act(c, '_connect'), 'aria-label': `Connect ${c.name}` }, 'Connect')))),
+            : h('button', { type: 'button', onclick: () => act(c, '_connect'), 'aria-label': `Connect ${c.name}` }, 'Connect'),
+            admin && c.name !== 'default' && h('button', { type: 'button', onclick: () => remove(c), 'aria-label': `Delete ${c.name}` }, 'Delete')))),
         'MQTT connections'));
     } catch (e) {
       body.removeAttribute('aria-busy');
