@@ -7,6 +7,9 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
+import type { ChannelRecord } from '../../src/channels/types.js';
+import type { AssetService } from '../../src/assets/types.js';
+import { assetHistoryFamily } from '../../src/api/asset-history.js';
 import { ChannelHistory, HISTORY_MAX_AGE_MS, HISTORY_SAMPLES_MIN, HISTORY_SAMPLES_TOTAL } from '../../src/assets/history.js';
 
 t.test('memory: 10 assets of 1,000 channels take what docs/rest-api.md "History" says, at most', async (t) => {
@@ -113,4 +116,39 @@ t.test('the bounds: fewer samples per channel when many are tracked, and an age 
   h.retain((pid) => pid === 'a1');
   record('a2', ['x'], 1);
   t.equal(h.capacity(), Math.min(600, Math.floor(HISTORY_SAMPLES_TOTAL / 1001)), 'forgotten channels free their share');
+});
+
+t.test("the periodic pass that forgets unconfigured channels walks each asset's channels once, not once per channel", async (t) => {
+  // The family over an asset service whose channel lists count the reads of their elements: the
+  // pass (every thousandth poll cycle) must cost a number of reads proportional to the channels.
+  const reads = (channels: number): { reads: number; kept: number } => {
+    let n = 0;
+    const list = Array.from({ length: channels }, (_, i) => ({ name: `c${i}`, valueType: i % 2 ? 'INTEGER' : 'STRING' }));
+    const counted = new Proxy(list, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) n++;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    let poll: ((pid: string, records: ChannelRecord[]) => void) | undefined;
+    const assets = { onPoll: (fn: typeof poll) => void (poll = fn), get: (pid: string) => (pid === 'plc' ? { channels: counted } : undefined) } as unknown as AssetService;
+    const family = assetHistoryFamily(assets);
+    // Every channel polled as numeric; the configuration now says half of them are STRING.
+    const records = list.map((c, i) => ({ name: c.name, status: 'SUCCESS' as const, valueType: 'INTEGER' as const, value: { type: 'INTEGER' as const, value: i }, timestamp: Date.now() }));
+    for (let i = 1; i < 1000; i++) poll!('plc', records);
+    n = 0;
+    poll!('plc', records.slice(0, 1)); // the thousandth cycle: the pass, then one record
+    const seen = n;
+    const handler = family.routes[0]!.handler as (req: unknown) => unknown;
+    const history = (name: string) => handler({ params: { pid: 'plc' }, query: () => name });
+    let kept = 0;
+    for (const c of list) if (c.valueType === 'INTEGER' && (history(c.name) as unknown[]).length > 0) kept++;
+    return { reads: seen, kept };
+  };
+  const small = reads(1000);
+  const large = reads(4000);
+  t.equal(small.kept, 500, 'the numeric channels of the configuration are kept');
+  t.equal(large.kept, 2000);
+  t.ok(small.reads <= 2 * 1000, `${small.reads} channel reads for 1,000 channels`);
+  t.ok(large.reads <= 2 * 4000, `${large.reads} channel reads for 4,000 channels: linear, not quadratic`);
 });
