@@ -200,11 +200,11 @@ function noHistoryBundle(): string {
 
 /**
  * What the history bound allows for `channels` tracked channels (docs/rest-api.md "History"): about
- * 16 bytes per sample kept (10 per channel at 10,000 channels) plus about 200 bytes per channel, in MiB.
+ * 12 bytes per sample kept (10 per channel at 10,000 channels) plus about 200 bytes per channel, in MiB.
  */
 export function historyBoundMiB(channels: number): number {
   const samples = Math.min(HISTORY_SAMPLES_TOTAL, channels * Math.max(HISTORY_SAMPLES_MIN, Math.floor(HISTORY_SAMPLES_TOTAL / channels)));
-  return (samples * 16 + channels * 200) / 1048576;
+  return (samples * 12 + channels * 200) / 1048576;
 }
 
 interface Memory {
@@ -269,7 +269,7 @@ async function historySection(res: Results, opt: Options, peers: Peers): Promise
   const how = `${opt.repeats} windows of ${windowMs / 1000} s, each the median of samples every 250 ms of heapUsed (GET /services/system/v1/status) and RSS (/proc), after ${warmMs / 1000} s of warm-up, one life each`;
   res.add('Scale', 'scale-history-heap', `${load}: V8 heap in use with the channel history full (${full.samples} samples × ${channels.toLocaleString('en-US')} channels)`, 'MiB', full.heap, ref, none.heap, undefined,
     `${how}; highest sample ${full.peakHeap.toFixed(1)} MiB (without: ${none.peakHeap.toFixed(1)} MiB), against the launcher's old-space bound of ${HEAP_BOUND_MIB} MB`);
-  res.add('Scale', 'scale-history-cost', `${load}: heap the channel history takes (with − without)`, 'MiB', full.heap.map((h, i) => h - none.heap[i]!), 'the documented bound (docs/rest-api.md "History": 16 bytes per sample kept + 200 bytes per channel)', [bound],
+  res.add('Scale', 'scale-history-cost', `${load}: heap the channel history takes (with − without)`, 'MiB', full.heap.map((h, i) => h - none.heap[i]!), 'the documented bound (docs/rest-api.md "History": 12 bytes per sample kept + 200 bytes per channel)', [bound],
     { op: '<=', value: 1, text: '≤ the documented bound' }, `window by window; young-generation garbage moves each figure by up to a few MiB, so a single window says little`);
   res.add('Scale', 'scale-history-rss', `${load}: RSS with the channel history full`, 'MiB', full.rss, ref, none.rss, undefined, how);
 }

@@ -9,7 +9,7 @@ import type { ChannelRecord } from '../channels/types.js';
 export const HISTORY_SAMPLES_PER_CHANNEL = 600;
 export const HISTORY_SAMPLES_MIN = 10;
 /**
- * Samples kept in all: 1.6 MB of samples (two doubles each) at most, plus about 200 bytes per
+ * Samples kept in all: 1.2 MB of samples (12 bytes each) at most, plus about 200 bytes per
  * channel tracked (its Map entry and slot: well under that). The configuration's heap bound (src/configuration/heap.ts) is reckoned without the
  * history, so it must stay small beside it: with 200,000 samples in growable arrays a daemon at the
  * documented channel bound ran out of heap during a rollback.
@@ -22,9 +22,11 @@ export const HISTORY_MAX_CHANNELS = HISTORY_SAMPLES_TOTAL / HISTORY_SAMPLES_MIN;
 const NUMERIC = new Set(['INTEGER', 'LONG', 'FLOAT', 'DOUBLE']);
 
 /**
- * The samples of every tracked channel live in one pool: two Float64Arrays (times, values) in which
- * slot `s` is the ring `[s × ringSize, (s + 1) × ringSize)`, with the ring's oldest index and its
- * count in two Int32Arrays. Every channel keeps the same number of samples (capacity()), so when
+ * The samples of every tracked channel live in one pool: a Uint32Array of times (ms after the
+ * pool's `epoch`) and a Float64Array of values, in which slot `s` is the ring
+ * `[s × ringSize, (s + 1) × ringSize)`, with the ring's oldest index and its count in two
+ * Int32Arrays. A time outside the 2^32 ms (49 days) after `epoch` (the wall clock set far back or
+ * forward, as at a device's first clock synchronisation) starts the history again around it. Every channel keeps the same number of samples (capacity()), so when
  * that changes the pool is made again at the new ring size, each ring keeping its newest samples,
  * at most once per record() call. A channel costs its Map entry and 8 bytes beside its samples: one
  * typed array pair per channel (10,000 channels) took about 600 bytes per channel in V8's objects
@@ -42,7 +44,8 @@ export class ChannelHistory {
   /** Slots handed out so far; those of forgotten channels are in `free`. */
   private used = 0;
   private free: number[] = [];
-  private times = new Float64Array(0);
+  private epoch = NaN;
+  private times = new Uint32Array(0);
   private values = new Float64Array(0);
   private first = new Int32Array(0);
   private count = new Int32Array(0);
@@ -90,13 +93,23 @@ export class ChannelHistory {
   }
 
   private push(slot: number, time: number, value: number): void {
+    const t = Math.floor(time) - this.epoch;
+    if (!(t >= 0 && t < 2 ** 32)) return this.restart(slot, time, value);
     const size = this.ringSize;
     const n = this.count[slot]!;
     const at = slot * size + ((this.first[slot]! + n) % size);
-    this.times[at] = time;
+    this.times[at] = t;
     this.values[at] = value;
     if (n < size) this.count[slot] = n + 1;
     else this.first[slot] = (this.first[slot]! + 1) % size;
+  }
+
+  /** A time the pool cannot hold: every ring emptied, the epoch 2^31 ms before `time`. */
+  private restart(slot: number, time: number, value: number): void {
+    if (!Number.isFinite(time)) return;
+    this.epoch = Math.floor(time) - 2 ** 31;
+    this.count.fill(0);
+    this.push(slot, time, value);
   }
 
   /**
@@ -107,7 +120,7 @@ export class ChannelHistory {
   private layout(channels: number): void {
     const size = this.capacity();
     const slots = Math.max(channels, Math.min(Math.floor(HISTORY_SAMPLES_TOTAL / size), Math.max(16, 2 * channels)));
-    const times = new Float64Array(slots * size);
+    const times = new Uint32Array(slots * size);
     const values = new Float64Array(slots * size);
     const first = new Int32Array(slots);
     const count = new Int32Array(slots);
@@ -151,7 +164,8 @@ export class ChannelHistory {
     const out: { timestamp: number; value: number }[] = [];
     for (let i = Math.max(0, n - this.capacity()); i < n; i++) {
       const at = slot * size + ((this.first[slot]! + i) % size);
-      if (this.times[at]! >= from) out.push({ timestamp: this.times[at]!, value: this.values[at]! });
+      const t = this.epoch + this.times[at]!;
+      if (t >= from) out.push({ timestamp: t, value: this.values[at]! });
     }
     return out;
   }

@@ -54,6 +54,17 @@ function valueOf(shaped: Raw, layer: Layer, s: Single, key: string): unknown {
 }
 
 /**
+ * The part of `layer` that reservedChange reads as its `before`: the singletons' components,
+ * copied (the layer's asset components, a large layer's bulk, are left out). Taken before a change
+ * mutates the layer, so that the layer in force is read once per change.
+ */
+export function reservedPart(image: Raw, layer: Layer): Layer {
+  const components: Layer['components'] = {};
+  for (const s of singletonsOf(image)) if (Object.hasOwn(layer.components, s.pid)) components[s.pid] = structuredClone(layer.components[s.pid]!);
+  return { ...layer, components, deleted: [] };
+}
+
+/**
  * The first reserved property whose value in force differs between `before` and `after` (both
  * layers over `image`; an absent property counts as its default, so sending a value back unchanged
  * is no change), or undefined. Works on the layers, before the whole configuration is validated.

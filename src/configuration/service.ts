@@ -14,7 +14,7 @@ import { RequestError } from '../core/errors.js';
 import { lazyBuiltin } from '../core/builtin.js';
 import { changeRefusal, heapBound, snapshotOf, snapshotRefusal, weigh, type Weight } from './heap.js';
 import { checkSpace } from '../store/reserve.js';
-import { isAdmin, reservedChange, reservedRefusal, type ChangeActor } from './reserved.js';
+import { isAdmin, reservedChange, reservedPart, reservedRefusal, type ChangeActor } from './reserved.js';
 import { movedSecret, movedSecretMessage, type GivenSecrets } from './secrets.js';
 import { imageListeners, listenerDifferences, listenerProblems, listenerSettingsOf, portProblems, type ListenerSettings } from './listeners.js';
 import { loadTrustAnchors } from '../deploy/signature.js';
@@ -259,9 +259,12 @@ export class ConfigurationService {
    * PASSWORD properties it gives anew (the others may not follow a changed endpoint).
    */
   async change(mutate: (layer: Layer) => void, takeSnapshot: boolean, req: ChangeRequest): Promise<string | undefined> {
+    // The layer in force is read once (from dataDir/config when large, see loaded()): what the
+    // reserved-property check compares with is taken from the copy before `mutate` changes it.
     const layer = this.state.layerCopy();
+    const before = isAdmin(req.by) ? undefined : reservedPart(this.state.image, layer);
     mutate(layer);
-    this.refuseReserved(layer, req.by);
+    if (before) this.refuseReserved(before, layer, req.by);
     const next = loadEffective(this.opts.file, this.registry, layer, this.state.packed.image, (weight) => this.fits(weight));
     if (next.layerProblems.length > 0) throw new ConfigError(400, next.layerProblems.map((e) => e.message).join('; '));
     if (req.secrets) {
@@ -296,9 +299,8 @@ export class ConfigurationService {
   }
 
   /** A reserved property changed by someone without kura.admin: refused before anything else is looked at. */
-  private refuseReserved(layer: Layer, by: ChangeActor): void {
-    if (isAdmin(by)) return;
-    const r = reservedChange(this.state.image, this.state.layer, layer);
+  private refuseReserved(before: Layer, layer: Layer, by: ChangeActor): void {
+    const r = reservedChange(this.state.image, before, layer);
     if (!r) return;
     const { status, message } = reservedRefusal(by, r.pid, r.key);
     throw new ConfigError(status, message);

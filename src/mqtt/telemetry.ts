@@ -53,15 +53,29 @@ export function valueMetric(name: string, v: TypedValue): KuraMetric {
   return { name, type: METRIC_TYPE_OF[v.type], value: v.value } as KuraMetric;
 }
 
+/** json: the bytes of the channel entries' constant parts kept at most (a reload may bring other names). */
+const JSON_NAMES_MAX_BYTES = 4 << 20;
+
 /**
  * The name fields (`name`, field 1) of a channel's metrics, encoded once per channel name and reused
  * by every poll: `<channel>`, `<channel>_timestamp` and `<channel>_error` (kura-protobuf), or the
- * start of its entry (json). Only the encoding in use is kept: a json daemon keeps no buffers.
+ * start of its entry (json). Only the encoding in use is kept: a json daemon keeps no buffers per
+ * channel. json keeps each channel's parts as a span of one byte arena and four numbers, not a
+ * Buffer and an object per channel: at 10,000 channels those took about 2.4 MB (V8's Buffer objects
+ * and the pool slices behind them), more than the channel history, in make bench's scale section.
  */
 export class MetricNames {
   private readonly cache = new Map<string, ChannelNames>();
-  private readonly jsonCache = new Map<string, JsonChannel>();
   private jsonAsset?: { pid: string; head: Buffer };
+  /** json: channel name → entry number. */
+  private readonly jsonIndex = new Map<string, number>();
+  /** json: the unit each entry's unit field was made for. */
+  private jsonUnits: (string | undefined)[] = [];
+  /** json, per entry: start and end in `jsonBytes` of `{"name":<channel>,"timestamp":`, then of `,"unit":<unit>` (equal: none). */
+  jsonSpans = new Int32Array(0);
+  /** json: the arena the spans are in (replaced when it grows: read it after json()). */
+  jsonBytes: Buffer = Buffer.alloc(0);
+  private jsonUsed = 0;
 
   of(channel: string): ChannelNames {
     let n = this.cache.get(channel);
@@ -74,20 +88,48 @@ export class MetricNames {
     return n;
   }
 
-  /** json: the UTF-8 bytes of the channel's entry up to its timestamp, and of its unit field. */
-  json(channel: string, unit: string | undefined): JsonChannel {
-    let n = this.jsonCache.get(channel);
-    if (n === undefined || n.unit !== unit) {
-      if (this.jsonCache.size >= 10_000) this.jsonCache.clear();
-      n = {
-        head: Buffer.from(`{"name":${JSON.stringify(channel)},"timestamp":`),
-        unit,
-        // `unit` only when non-blank (records.ts readEntry).
-        unitField: unit !== undefined && unit.trim() !== '' ? Buffer.from(`,"unit":${JSON.stringify(unit)}`) : undefined,
-      };
-      this.jsonCache.set(channel, n);
+  /** json: the entry number of the channel's parts in jsonSpans (its unit field made for `unit`). */
+  json(channel: string, unit: string | undefined): number {
+    // Bounded: channel names come from the configuration, but a reload may replace them all.
+    if (this.jsonUsed > JSON_NAMES_MAX_BYTES) this.clearJson();
+    let k = this.jsonIndex.get(channel);
+    if (k !== undefined && this.jsonUnits[k] === unit) return k;
+    if (k === undefined) {
+      if (this.jsonIndex.size >= 10_000) this.clearJson();
+      k = this.jsonIndex.size;
+      this.jsonIndex.set(channel, k);
+      if (4 * k + 4 > this.jsonSpans.length) {
+        const spans = new Int32Array(Math.max(64, 2 * this.jsonSpans.length));
+        spans.set(this.jsonSpans);
+        this.jsonSpans = spans;
+      }
+      this.jsonSpans[4 * k] = this.jsonUsed;
+      this.jsonSpans[4 * k + 1] = this.append(`{"name":${JSON.stringify(channel)},"timestamp":`);
     }
-    return n;
+    this.jsonUnits[k] = unit;
+    // `unit` only when non-blank (records.ts readEntry).
+    const from = this.jsonUsed;
+    this.jsonSpans[4 * k + 2] = from;
+    this.jsonSpans[4 * k + 3] = unit !== undefined && unit.trim() !== '' ? this.append(`,"unit":${JSON.stringify(unit)}`) : from;
+    return k;
+  }
+
+  /** Adds `text` as UTF-8 to the arena; returns where it ends. */
+  private append(text: string): number {
+    const len = Buffer.byteLength(text);
+    if (this.jsonUsed + len > this.jsonBytes.length) {
+      const bytes = Buffer.allocUnsafeSlow(Math.max(4096, 2 * this.jsonBytes.length, this.jsonUsed + len));
+      this.jsonBytes.copy(bytes, 0, 0, this.jsonUsed);
+      this.jsonBytes = bytes;
+    }
+    this.jsonUsed += this.jsonBytes.write(text, this.jsonUsed);
+    return this.jsonUsed;
+  }
+
+  private clearJson(): void {
+    this.jsonIndex.clear();
+    this.jsonUnits = [];
+    this.jsonUsed = 0;
   }
 
   /** json: `{"name":<asset>,"channels":[` of the last asset asked for. */
@@ -95,12 +137,6 @@ export class MetricNames {
     if (this.jsonAsset?.pid !== pid) this.jsonAsset = { pid, head: Buffer.from(`{"name":${JSON.stringify(pid)},"channels":[`) };
     return this.jsonAsset.head;
   }
-}
-
-interface JsonChannel {
-  head: Buffer;
-  unit: string | undefined;
-  unitField: Buffer | undefined;
 }
 
 interface ChannelNames {
@@ -145,6 +181,15 @@ class JsonBytes extends Writer {
   byte(c: number): void {
     this.room(1);
     this.buf[this.pos++] = c;
+  }
+
+  /** Bytes `from`…`to` of `src`, copied one by one (a Buffer.copy of a part makes a view object per call). */
+  span(src: Uint8Array, from: number, to: number): void {
+    this.room(to - from);
+    const b = this.buf;
+    let p = this.pos;
+    for (let i = from; i < to; i++) b[p++] = src[i]!;
+    this.pos = p;
   }
 
   text(s: string): void {
@@ -196,8 +241,10 @@ function jsonTelemetry(pid: string, records: ChannelRecord[], names: MetricNames
     const r = records[i]!;
     if (i > 0) w.byte(0x2c);
     const v = r.status === 'SUCCESS' ? r.value : undefined;
-    const n = names.json(r.name, r.unit);
-    w.push(n.head);
+    const k = 4 * names.json(r.name, r.unit);
+    const spans = names.jsonSpans;
+    const bytes = names.jsonBytes;
+    w.span(bytes, spans[k]!, spans[k + 1]!);
     w.number(r.timestamp > 0 ? r.timestamp : now);
     if (v !== undefined) {
       if (v.type === 'INTEGER') {
@@ -218,7 +265,7 @@ function jsonTelemetry(pid: string, records: ChannelRecord[], names: MetricNames
         w.text(valueText(v));
         w.push(J.typeAfterQuote[v.type]);
       }
-      if (n.unitField) w.push(n.unitField);
+      w.span(bytes, spans[k + 2]!, spans[k + 3]!);
     } else {
       w.push(J.error);
       w.text(JSON.stringify(kuraErrorText(r.error)));

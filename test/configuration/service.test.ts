@@ -125,3 +125,37 @@ t.test('a snapshot is written a component at a time, with the text JSON.stringif
   t.equal(made, componentsOf(svc.effective).length);
   t.same(svc.store.readSnapshot(id2), componentsOf(svc.effective));
 });
+
+t.test('a change reads a large runtime layer from dataDir/config once, and still refuses a reserved property', async (t) => {
+  // 1,500 channels rolled back: every property pinned, far more entries than a layer kept in memory.
+  const { file, registry } = setup(t, 1500);
+  const svc = await ConfigurationService.start({ file, registry, log: createLogger('error'), apply: async () => {} });
+  const operator = { transport: 'rest' as const, permissions: ['rest.configuration'] };
+  await svc.rollback(svc.store.snapshotIds()[0]!, operator);
+  const layerFile = path.join(svc.store.dir, 'runtime.json');
+  t.ok(fs.existsSync(layerFile), 'the layer is stored');
+  t.ok(Object.keys(JSON.parse(fs.readFileSync(layerFile, 'utf8')).components.plc.props).length > 4096, 'a large layer');
+  const read = ConfigStore.prototype.readLayer;
+  let reads = 0;
+  ConfigStore.prototype.readLayer = function (this: ConfigStore) {
+    reads++;
+    return read.call(this);
+  };
+  t.teardown(() => {
+    ConfigStore.prototype.readLayer = read;
+  });
+  for (const [by, interval] of [[operator, 500], [{ transport: 'rest' as const, permissions: ['kura.admin'] }, 750]] as const) {
+    reads = 0;
+    await svc.change((l) => {
+      l.components.plc!.props['poll.interval'] = interval;
+    }, false, { by });
+    t.equal(reads, 1, `one read of the layer per change (${by.permissions[0]})`);
+    t.equal((svc.effective.assets as any).plc['poll.interval'], interval, 'the change is in force');
+  }
+  t.equal(JSON.parse(fs.readFileSync(layerFile, 'utf8')).components.plc.props['poll.interval'], 750, 'and stored');
+  // The reserved-property check compares with the layer as it was before the change.
+  const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+  await t.rejects(svc.change((l) => {
+    l.components[MQTT] = { props: { 'broker-url': 'mqtt://127.0.0.1:1' } };
+  }, false, { by: operator }), { status: 403, message: `Only kura.admin may change ${MQTT} property broker-url` });
+});
