@@ -54,14 +54,15 @@ function valueOf(shaped: Raw, layer: Layer, s: Single, key: string): unknown {
 }
 
 /**
- * The part of `layer` that reservedChange reads as its `before`: the singletons' components,
- * copied (the layer's asset components, a large layer's bulk, are left out). Taken before a change
- * mutates the layer, so that the layer in force is read once per change.
+ * The part of `layer` that reservedChange reads as its `before`: the singletons' components (the
+ * MQTT connections' pairs included, those the layer creates too) and the deletions, copied; the
+ * layer's asset components, a large layer's bulk, are left out. Taken before a change mutates the
+ * layer, so that the layer in force is read once per change.
  */
 export function reservedPart(image: Raw, layer: Layer): Layer {
   const components: Layer['components'] = {};
-  for (const s of singletonsOf(image)) if (Object.hasOwn(layer.components, s.pid)) components[s.pid] = structuredClone(layer.components[s.pid]!);
-  return { ...layer, components, deleted: [] };
+  for (const s of singletonsOf(shapedImage(image, layer))) if (Object.hasOwn(layer.components, s.pid)) components[s.pid] = structuredClone(layer.components[s.pid]!);
+  return { ...layer, components, deleted: [...layer.deleted] };
 }
 
 /**
