@@ -17,7 +17,7 @@ import { until } from '../helpers/mqtt-fixture.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
 import { tahuDecode, tahuEncode } from '../helpers/tahu.js';
 import { MqttClient } from '../../src/mqtt/client.js';
-import type { SparkplugMetric, SparkplugPayload } from '../../src/mqtt/sparkplug/payload.js';
+import type { SparkplugMetric, SparkplugPayload } from '../helpers/sparkplug-codec/payload.js';
 import { silentLogger } from '../../src/log.js';
 
 t.setTimeout(120_000);

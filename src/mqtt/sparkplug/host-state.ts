@@ -6,7 +6,7 @@
 // that says so: an edge node configured for a 3.0 host must not take a 2.2 host for it.
 
 import { isUtf8 } from 'node:buffer';
-import { SparkplugError } from './datatypes.js';
+import { SparkplugError } from './error.js';
 
 export interface HostState {
   online: boolean;

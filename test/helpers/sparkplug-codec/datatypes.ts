@@ -134,23 +134,5 @@ export const INTEGER_RANGE: Partial<Record<SparkplugDataType, readonly [bigint, 
   DateTime: [0n, 18446744073709551615n],
 };
 
-/**
- * The one error of the Sparkplug codec (payloads, topics, host state): `detail` says what is wrong,
- * `where` the path to it (outermost first, e.g. `metric 3 "temp"`, `properties`), `offset` the
- * byte of the payload where the offending message or field starts, when there is one.
- */
-export class SparkplugError extends Error {
-  constructor(
-    readonly detail: string,
-    readonly where: readonly string[] = [],
-    readonly offset?: number,
-  ) {
-    super(`${where.length ? `${where.join(': ')}: ` : ''}${detail}${offset === undefined ? '' : ` (at byte ${offset})`}`);
-    this.name = 'SparkplugError';
-  }
-
-  /** The same error seen from an enclosing element (`label`), with `offset` if it had none. */
-  within(label: string | undefined, offset?: number): SparkplugError {
-    return new SparkplugError(this.detail, label ? [label, ...this.where] : this.where, this.offset ?? offset);
-  }
-}
+// The error type is the daemon's (topics and host state throw it too), so `instanceof` holds across both.
+export { SparkplugError } from '../../../src/mqtt/sparkplug/error.js';
