@@ -1,3 +1,5 @@
+import { SparkplugError as DaemonSparkplugError } from '../../../src/mqtt/sparkplug/error.js';
+
 // Sparkplug B 3.0 data types (the `DataType` enum of sparkplug_b.proto, specification chapter
 // "Payloads", sections "Data Types" and "Datatype Details") and how gatewayd represents their values.
 //
@@ -134,5 +136,23 @@ export const INTEGER_RANGE: Partial<Record<SparkplugDataType, readonly [bigint, 
   DateTime: [0n, 18446744073709551615n],
 };
 
-// The error type is the daemon's (topics and host state throw it too), so `instanceof` holds across both.
-export { SparkplugError } from '../../../src/mqtt/sparkplug/error.js';
+/**
+ * The one error of the codec: `detail` says what is wrong, `where` the path to it (outermost first,
+ * e.g. `metric 3 "temp"`, `properties`), `offset` the byte of the payload where the offending
+ * message or field starts, when there is one. A kind of the daemon's own (topics and host state
+ * throw that), so `instanceof` the daemon's holds for both.
+ */
+export class SparkplugError extends DaemonSparkplugError {
+  constructor(
+    readonly detail: string,
+    readonly where: readonly string[] = [],
+    readonly offset?: number,
+  ) {
+    super(`${where.length ? `${where.join(': ')}: ` : ''}${detail}${offset === undefined ? '' : ` (at byte ${offset})`}`);
+  }
+
+  /** The same error seen from an enclosing element (`label`), with `offset` if it had none. */
+  within(label: string | undefined, offset?: number): SparkplugError {
+    return new SparkplugError(this.detail, label ? [label, ...this.where] : this.where, this.offset ?? offset);
+  }
+}
