@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../core/schema.js';
 import { isPlainObject, kind, problem, type Spec } from '../core/schema.js';
+import { idProblem } from './sparkplug/topic.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -101,6 +102,9 @@ export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: Mq
   if (value.type === 'sparkplug' && value['sparkplug.group.id'] === '') {
     problem(problems, `${keyPath}.sparkplug.group.id`, 'required when type is sparkplug');
   }
+  // The client-id is the edge node id when sparkplug.edge.node.id is not given: Sparkplug's id rules apply to it then.
+  const asNodeId = value.type === 'sparkplug' && value['sparkplug.edge.node.id'] === '' && idProblem(value['client-id'], 'edge node id');
+  if (asNodeId) problem(problems, `${keyPath}.client-id`, `${asNodeId} (the client-id is the edge node id without sparkplug.edge.node.id)`);
   return { value, problems };
 }
 
