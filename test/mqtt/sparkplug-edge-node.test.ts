@@ -7,7 +7,8 @@
 // and removed at run time, Rebirth, DCMD writes of each type (UInt64 up to a LONG's maximum, one
 // past it and UInt64's maximum refused, nothing written of a command with one refused metric),
 // hostile commands, and a primary host: nothing born while it is offline, then NBIRTH, DBIRTH and
-// the held DDATA in order; a STATE older than the last is ignored.
+// the held DDATA in order; a STATE older than the last is ignored, but not when it is another
+// primary host's (the setting changed).
 
 import t from 'tap';
 import fs from 'node:fs';
@@ -339,4 +340,16 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   const nb2 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH when the host is back');
   t.equal(nb2.p.metrics.find((m) => m.name === 'bdSeq')?.value, 1n, 'a new session: bdSeq 1');
   t.same(seqProblems(host.seen), [], 'seq continuous');
+
+  // Another primary host (SIGHUP): its STATE is not compared with the previous host's timestamps;
+  // an online one older than the last of 'scada' still lets the node be born.
+  await host.client.publish('spBv1.0/STATE/scada2', Buffer.from(JSON.stringify({ online: true, timestamp: 500 })), { qos: 1, retain: true });
+  from = host.seen.length;
+  const cfg = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  cfg.mqtt['sparkplug.primary.host.id'] = 'scada2';
+  fs.writeFileSync(d.configFile, JSON.stringify(cfg));
+  d.signal('SIGHUP');
+  await host.next((m) => m.type === 'NDEATH', from, 'NDEATH as the connection changes');
+  const nb3 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH for the new primary host, whose clock is behind the old one');
+  t.equal(nb3.p.metrics.find((m) => m.name === 'bdSeq')?.value, 2n, 'in a new session');
 });
