@@ -294,7 +294,11 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   await state(false, 1000);
 
   const d = await startDaemon(t, {
-    assets: { counter: { 'driver.pid': 'sim', 'poll.interval': 10, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } } },
+    assets: {
+      counter: { 'driver.pid': 'sim', 'poll.interval': 10, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
+      // A valid asset name that cannot be a Sparkplug device id (a C1 control character): left out, with a warning.
+      'line\u0081': { 'driver.pid': 'sim', 'poll.interval': 50, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
+    },
     mqtt: { enabled: true, type: 'sparkplug', 'broker-url': broker.url, 'client-id': NODE, 'sparkplug.group.id': G, 'sparkplug.primary.host.id': 'scada', 'keep-alive': 5 },
   });
   await d.waitForLog(/msg="mqtt connected"/);
@@ -314,6 +318,9 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   const nb = await host.next((m) => m.type === 'NBIRTH', 0, 'NBIRTH');
   t.equal(host.seen.indexOf(nb), 0, 'NBIRTH is the first message');
   t.equal(host.seen[1]?.type, 'DBIRTH', 'then the DBIRTH');
+  t.equal(host.seen.filter((m) => m.type === 'DBIRTH').length, 1, 'one DBIRTH: the asset whose PID is no device id has none');
+  await d.waitForLog(/msg="sparkplug asset not published".*contains U\+0081: a Sparkplug id is one topic level/);
+  t.equal(d.logs.filter((l) => l.includes('sparkplug asset not published')).length, 1, 'warned about once');
   // Past 255 messages: seq wraps to 0.
   await until(() => host.seen.filter((m) => m.type === 'DDATA').length >= 300, 15000, '300 DDATA');
   t.ok(host.seen.some((m, i) => m.type === 'DDATA' && m.p.seq === 0n && host.seen[i - 1]?.p.seq === 255n), 'seq 255 is followed by 0');
