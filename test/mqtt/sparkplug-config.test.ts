@@ -21,10 +21,12 @@ t.test('type sparkplug needs a group id; ids are single topic levels', async (t)
   t.same(problems({ type: 'sparkplug' }), ['mqtt.sparkplug.group.id'], 'group id required');
   t.same(problems({ type: 'sparkplug', 'sparkplug.group.id': 'Plant1' }), []);
   t.same(problems({ type: 'mqtt' }), ['mqtt.type'], 'an unknown type');
-  for (const bad of ['a/b', 'a+', '#', 'tab\there', 'nul\u0000']) {
+  for (const bad of ['a/b', 'a+', '#', 'tab\there', 'nul\u0000', 'c1\u0081', 'lone\udc00']) {
     t.same(problems({ type: 'sparkplug', 'sparkplug.group.id': bad }), ['mqtt.sparkplug.group.id'], `group id ${JSON.stringify(bad)}`);
     t.same(problems({ 'sparkplug.edge.node.id': bad, 'sparkplug.primary.host.id': bad }), ['mqtt.sparkplug.edge.node.id', 'mqtt.sparkplug.primary.host.id']);
   }
+  // The message is the edge node's own (topic.ts idProblem), so configuration and topics cannot disagree.
+  t.match(validateMqttSection({ 'sparkplug.primary.host.id': 'a+' }).problems[0]?.message, /^primary host id "a\+" contains "\+": a Sparkplug id is one topic level/);
 });
 
 t.test('the client-id as the edge node id must follow the Sparkplug id rules', async (t) => {
