@@ -11,8 +11,6 @@ import { ChannelTable, labelOf, unitOf, type Ad as TableAd } from './channel-tab
 const C = '/services/configuration/v2';
 const DRIVER = 'org.eclipse.kura.driver.';
 const ASSET = 'org.eclipse.kura.wire.WireAsset';
-const MODES = ['READ', 'WRITE', 'READ_WRITE'];
-const VALUE_TYPES = ['BOOLEAN', 'BYTE_ARRAY', 'DOUBLE', 'FLOAT', 'INTEGER', 'LONG', 'STRING'];
 const HIDDEN = /^(kura\.service\.pid|service\.(factoryPid|pid))$/;
 
 type Ad = TableAd;
@@ -103,9 +101,6 @@ function showErrors(message: string, fields: Fields, top: HTMLElement): void {
   first?.focus();
   top.textContent = rest.length ? rest.join('; ') : 'Not saved: see the messages next to the fields.';
 }
-
-const guessed = (v: string): Prop =>
-  /^-?\d+$/.test(v) ? { type: 'INTEGER', value: Number(v) } : /^-?\d*\.\d+$/.test(v) ? { type: 'DOUBLE', value: Number(v) } : /^(true|false)$/.test(v) ? { type: 'BOOLEAN', value: v === 'true' } : { type: 'STRING', value: v };
 
 export function configView(root: HTMLElement, args: string[]): void {
   if (args[0] === 'edit' && args[1]) return void editor(root, args[1]);
@@ -265,31 +260,18 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
     if (ch === names[0]) template.push({ ...a, id: a.id.slice(i + 1) });
   }
   if (!asset) template = [];
+  else if (!template.length) {
+    // An asset without channels: Kura's definition has only the asset's ADs, the channel ADs come
+    // from configuration/v2's extension (docs/configuration-v2.md "Channel definitions").
+    try {
+      const d = await post<{ configs: Cfg[] }>(`${C}/configurableComponents/channelDefinitions/byPid`, { pids: [pid] });
+      template = d.configs[0]?.definition?.ad ?? [];
+    } catch (e) {
+      return replace(root, back, problem(e, 'rest.configuration'));
+    }
+  }
   const channels = asset && template.length ? new ChannelTable(template, c.properties, names) : undefined;
   const top = h('p', { class: 'error', role: 'alert' });
-  const extra: (() => Record<string, Prop>)[] = [];
-
-  // An asset without channels has no channel definitions yet (they come with its first channel):
-  // its first channel is typed as name, mode, value type and the driver's key=value lines.
-  const addFirst = () => {
-    const name = h('input', { required: true, autocapitalize: 'none', spellcheck: 'false' });
-    const mode = h('select', null, MODES.map((m) => h('option', { value: m }, m)));
-    const vt = h('select', null, VALUE_TYPES.map((m) => h('option', { value: m, selected: m === 'INTEGER' }, m)));
-    const lines = h('textarea', { rows: 4, placeholder: 'unit.id=1\nprimary.table=HOLDING_REGISTERS\nmemory.address=1' });
-    slot.replaceChildren(h('fieldset', { class: 'channel' }, h('legend', null, 'New channel'), field('Channel name', name), field('Mode', mode), field('Value type', vt),
-      field('Driver channel properties', lines, 'One key=value per line (see docs/drivers.md for your driver).')));
-    name.focus();
-    extra.push(() => {
-      const n = name.value.trim();
-      const out: Record<string, Prop> = { [`${n}#+enabled`]: { type: 'BOOLEAN', value: true }, [`${n}#+type`]: { type: 'STRING', value: mode.value }, [`${n}#+value.type`]: { type: 'STRING', value: vt.value } };
-      for (const l of lines.value.split('\n')) {
-        const i = l.indexOf('=');
-        if (i > 0) out[`${n}#${l.slice(0, i).trim()}`] = guessed(l.slice(i + 1).trim());
-      }
-      return out;
-    });
-  };
-  const slot = h('div');
   const status = h('p', { role: 'status', class: 'muted' });
   const form = h('form', {
     novalidate: true,
@@ -303,7 +285,6 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
         const p = f.read();
         if (p && JSON.stringify(p) !== f.initial) properties[k] = p;
       }
-      for (const x of extra) Object.assign(properties, x());
       let sent: Record<string, Prop> | undefined;
       if (channels) {
         sent = channels.changes();
@@ -331,7 +312,7 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
       }
     },
   }, base.map((a) => input(a, c.properties[a.id]?.value, fields)),
-  channels?.el, slot, asset && !channels ? h('button', { type: 'button', class: 'secondary', onclick: addFirst }, 'Add a channel') : null, top, h('button', { type: 'submit' }, 'Save'));
+  channels?.el, top, h('button', { type: 'submit' }, 'Save'));
   replace(root, back, h('h1', null, `${asset ? 'Asset' : 'Component'} ${pid}`), status, asset ? h('p', null, h('a', { href: `#/assets/${encodeURIComponent(pid)}` }, 'Live values of this asset')) : null, form);
   transportFields(form, fields);
 }
