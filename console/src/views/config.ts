@@ -12,6 +12,9 @@ const C = '/services/configuration/v2';
 const DRIVER = 'org.eclipse.kura.driver.';
 const ASSET = 'org.eclipse.kura.wire.WireAsset';
 const HIDDEN = /^(kura\.service\.pid|service\.(factoryPid|pid))$/;
+// An MQTT connection's two components (docs/configuration-v2.md "Components and PIDs"): the bare
+// PIDs are the connection `default`, `…-<name>` the others.
+const CONNECTION = /^org\.eclipse\.kura\.(cloud\.CloudService|core\.data\.transport\.mqtt\.MqttDataTransport)(?:-(.+))?$/;
 
 type Ad = TableAd;
 interface Prop { type: string; value?: unknown }
@@ -79,7 +82,11 @@ function transportFields(form: HTMLElement, fields: Fields): void {
   apply();
 }
 
-/** Puts each `Invalid configuration of <pid>, property <key>: <problem>` next to its field. */
+/**
+ * Puts each `Invalid configuration of <pid>, property <key>: <problem>` next to its field, and a
+ * property reserved to kura.admin (`Only kura.admin may change <pid> property <key>`, the 403 of
+ * docs/configuration-v2.md "Reserved to kura.admin") too.
+ */
 function showErrors(message: string, fields: Fields, top: HTMLElement): void {
   for (const f of fields.values()) {
     f.error.textContent = '';
@@ -88,7 +95,8 @@ function showErrors(message: string, fields: Fields, top: HTMLElement): void {
   const rest: string[] = [];
   let first: HTMLElement | undefined;
   for (const part of message.split('; ')) {
-    const m = /property (\S+?): (.*)$/.exec(part);
+    const reserved = /^Only \S+ may change \S+ property (\S+)$/.exec(part);
+    const m = reserved ? [part, reserved[1], part] : /property (\S+?): (.*)$/.exec(part);
     const f = m ? fields.get(m[1]) : undefined;
     if (!f) {
       rest.push(part);
@@ -139,6 +147,12 @@ async function overview(root: HTMLElement): Promise<void> {
   const edit = (pid: string) => h('a', { href: `#/config/edit/${encodeURIComponent(pid)}` }, 'Edit');
   const drivers = comps.filter((c) => c.factoryPid?.startsWith(DRIVER));
   const assets = comps.filter((c) => c.factoryPid === ASSET);
+  // The daemon's own components: the singletons and each MQTT connection's two.
+  const services = comps.filter((c) => !c.factoryPid?.startsWith(DRIVER) && c.factoryPid !== ASSET);
+  const about = (p: string) => {
+    const m = CONNECTION.exec(p);
+    return m ? `MQTT connection ${m[2] ?? 'default'} (${m[1] === 'cloud.CloudService' ? 'cloud service' : 'broker and transport'})` : '';
+  };
 
   const factory = h('select', { required: true }, factories.map((f) => h('option', { value: f }, f.slice(DRIVER.length))));
   const newDriver = h('form', {
@@ -173,6 +187,8 @@ async function overview(root: HTMLElement): Promise<void> {
     h('section', { 'aria-labelledby': 'cfg-a' }, h('h2', { id: 'cfg-a' }, 'Assets'),
       assets.length ? table(['Name', ''], assets.map((a) => h('tr', null, h('th', { scope: 'row' }, a.pid), h('td', { class: 'actions' }, edit(a.pid), ' ', del(a.pid)))), 'Assets') : h('p', { class: 'empty' }, 'No assets.'),
       drivers.length ? newAsset : h('p', null, 'Create a driver instance first.')),
+    h('section', { 'aria-labelledby': 'cfg-v' }, h('h2', { id: 'cfg-v' }, 'Services'),
+      services.length ? table(['Component', 'What', ''], services.map((c) => h('tr', null, h('th', { scope: 'row' }, c.pid), h('td', null, about(c.pid)), h('td', { class: 'actions' }, h('a', { href: `#/config/edit/${encodeURIComponent(c.pid)}`, 'aria-label': `Edit ${c.pid}` }, 'Edit')))), 'Services') : h('p', { class: 'empty' }, 'No services.')),
     h('section', { 'aria-labelledby': 'cfg-s' }, h('h2', { id: 'cfg-s' }, 'Snapshots'),
       h('p', null, 'Each change keeps a snapshot of the whole configuration. Rolling back makes a snapshot the configuration in force.'),
       h('button', { type: 'button', class: 'secondary', onclick: () => act('Snapshot taken.', () => post(`${C}/snapshots/_write`)) }, 'Take a snapshot now'),
