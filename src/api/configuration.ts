@@ -3,7 +3,7 @@
 // parsed JSON body in; a status and a JSON body out. Kura's shapes, messages and validation order.
 
 import { isPlainObject as isObj, setOwn } from '../core/schema.js';
-import { ASSET_FACTORY, CLOUD_FACTORY, CONNECTION_NAME, DEFAULT_CONNECTION, DRIVER_FACTORY, PLACEHOLDER, TRANSPORT_FACTORY, componentOf, connectionOfPid, connectionPids, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from '../configuration/model.js';
+import { ASSET_FACTORY, CLOUD_FACTORY, channelOcd, CONNECTION_NAME, DEFAULT_CONNECTION, DRIVER_FACTORY, PLACEHOLDER, TRANSPORT_FACTORY, componentOf, connectionOfPid, connectionPids, definitionLookup, factoryOcd, json, ocdDto, propertyValue, type Component, type ComponentRef, type Props } from '../configuration/model.js';
 import { ADMIN, isAdmin } from '../configuration/reserved.js';
 import { ConfigError, type ConfigurationService } from '../configuration/service.js';
 import { AssetSource, configsJson, shownOf, type ShowOptions } from '../configuration/reply.js';
@@ -217,6 +217,10 @@ const ROUTES: Record<string, (svc: Svc, body: unknown, by: ChangeActor, outboxes
   'GET configurableComponents/configurations': (svc) => shown(svc, svc.components(), { definition: true, mask: true }),
   'POST configurableComponents/configurations/byPid': (svc, body) => shown(svc, byPids(svc, body), { definition: true, mask: true }),
   'POST configurableComponents/configurations/byPid/_default': (svc, body) => shown(svc, byPids(svc, body), { definition: true, mask: false, defaultsOnly: true }),
+  // gatewayd's extension: the channel definitions of assets, also of one without channels.
+  'POST configurableComponents/channelDefinitions/byPid': (svc, body) => ({
+    configs: byPids(svc, body).filter((c) => c.factoryPid === ASSET_FACTORY).map((c) => ({ pid: c.pid, definition: ocdDto(channelOcd(c.pid, svc.effective, svc.registry)) })),
+  }),
   'PUT configurableComponents/configurations/_update': async (svc, body, by) => message(await configs(body, svc, false, by)),
   // gatewayd's extension: back to the image's configuration (the runtime layer dropped).
   'EXEC _reset': async (svc, body, by) => message(await svc.reset(snap(body), by)),

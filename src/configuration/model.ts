@@ -445,6 +445,17 @@ export class AssetDefinition {
 }
 
 /**
+ * gatewayd's extension (docs/configuration-v2.md "Channel definitions"): the channel ADs an asset's
+ * channels get (the generic ones, then its driver's), with their own ids (`+type`, `unit.id`), even
+ * for an asset without channels, whose Kura definition has only the asset ADs. Its OCD is left as Kura
+ * shapes it; a client adding the first channel reads the template here.
+ */
+export function channelOcd(pid: string, raw: Raw, registry: DriverRegistry): Ocd {
+  const a = isObj(raw.assets) && Object.hasOwn(raw.assets, pid) && isObj(raw.assets[pid]) ? (raw.assets[pid] as Raw) : {};
+  return { ...ASSET_OCD, ads: new AssetDefinition(a['driver.pid'], raw, registry).channelAds };
+}
+
+/**
  * The definition of a component. Assets: Kura's base ADs, then per channel the generic ADs and the
  * driver's channel ADs cloned as `<ch>#<id>` (as Kura does once the driver is attached).
  */

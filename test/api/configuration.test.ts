@@ -235,6 +235,27 @@ t.test('configuration/v2', async (t) => {
     for (const id of ['driver.pid', 'c1#+type', 'c1#+value.type', 'c1#simulation']) t.ok(ads.includes(id), id);
   });
 
+  t.test('(extension) channelDefinitions/byPid: the channel ADs, also of an asset without channels', async (t) => {
+    t.equal((await post('factoryComponents', { configs: [{ pid: 'empty1', factoryPid: WA, properties: { 'driver.pid': { type: 'STRING', value: 'sim' } } }], takeSnapshot: false })).status, 200);
+    const own = await byPid('empty1');
+    t.notOk(own.definition.ad.some((a: any) => a.id.includes('#')), "the asset's own definition stays Kura's: no channel ADs without channels");
+    const r = await post('configurableComponents/channelDefinitions/byPid', { pids: ['empty1', 'demo', 'sim', 'nope'] });
+    t.equal(r.status, 200);
+    const configs = r.json().configs;
+    t.same(configs.map((c: any) => c.pid), ['empty1', 'demo'], 'assets only, in request order, others omitted');
+    const ad = configs[0].definition.ad;
+    t.equal(configs[0].definition.id, 'org.eclipse.kura.asset');
+    t.same(ad.slice(0, 4).map((a: any) => a.id), ['+name', '+enabled', '+type', '+value.type'], 'the generic channel ADs first, with their own ids');
+    t.same(ad.find((a: any) => a.id === '+type'), { option: [{ label: 'READ', value: 'READ' }, { label: 'WRITE', value: 'WRITE' }, { label: 'READ_WRITE', value: 'READ_WRITE' }], name: 'Mode', description: 'READ, WRITE or READ_WRITE.', id: '+type', type: 'STRING', cardinality: 0, defaultValue: 'READ', isRequired: true });
+    t.ok(ad.some((a: any) => a.id === 'simulation'), "then the driver's channel ADs");
+    // The same template as the definition of an asset with channels, without the channel's prefix.
+    const demo = (await byPid('demo')).definition.ad.filter((a: any) => a.id.startsWith('t#')).map((a: any) => a.id.slice(2));
+    t.same(configs[1].definition.ad.map((a: any) => a.id), demo);
+    t.equal((await post('configurableComponents/channelDefinitions/byPid', {})).status, 400, 'no pids');
+    t.equal((await basic(d, 'other', 'other').request(`${C}/configurableComponents/channelDefinitions/byPid`, { method: 'POST', body: JSON.stringify({ pids: ['demo'] }), headers: { 'content-type': 'application/json' } })).status, 403, 'role configuration');
+    await post('factoryComponents/byPid', { pids: ['empty1'], takeSnapshot: false }, 'DELETE');
+  });
+
   t.test('ill-formed channel keys are ignored, a channel without value.type is left out', async (t) => {
     const r = await post('factoryComponents', {
       configs: [

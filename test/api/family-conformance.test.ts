@@ -117,6 +117,10 @@ const CASES: Record<string, FamilyCase> = {
         { what: 'the defaults', status: 200, body: { pids: [RESTPID] } },
         { what: 'no pids', status: 400, body: {} },
       ],
+      'POST configurableComponents/channelDefinitions/byPid': [
+        { what: "an asset's channel definitions", status: 200, body: { pids: ['demo', 'nope'] } },
+        { what: 'no pids', status: 400, body: {} },
+      ],
       'PUT configurableComponents/configurations/_update': [
         { what: 'a property changed', status: 200, body: { configs: [{ pid: RESTPID, properties: { 'session.inactivity.interval': { type: 'INTEGER', value: 1700 } } }], takeSnapshot: false } },
         { what: 'a value outside its definition', status: 400, body: { configs: [{ pid: RESTPID, properties: { 'session.inactivity.interval': { type: 'INTEGER', value: 0 } } }] } },

@@ -42,13 +42,19 @@ t.test('drivers, assets and snapshots through the configuration view', async (t)
   await page.getByLabel('Asset name').fill('tank');
   await page.getByRole('button', { name: 'Create asset' }).click();
   await page.getByRole('heading', { name: 'Asset tank' }).waitFor();
+  // An empty asset's channels are a table too (docs/console.md "Editing an asset's channels").
   await page.getByRole('button', { name: 'Add a channel' }).click();
-  await page.getByLabel('Channel name').fill('level');
-  await page.getByLabel('Driver channel properties').fill('unit.id=1\nprimary.table=HOLDING_REGISTERS\nmemory.address=3\ndata.type=INT16');
-  await page.getByRole('button', { name: 'Save' }).click();
-  // The asset's channels as a table (docs/console.md "Editing an asset's channels").
+  const set = async (name: string, label: string, v: string) => {
+    await page.locator(`table.channels [aria-label="${label} of ${name}"]`).click();
+    await page.locator(`table.channels input[aria-label="${label} of ${name}"]`).fill(v);
+  };
+  await set('Channel-1', 'Name', 'level');
+  await page.getByRole('heading', { name: 'Asset tank' }).click(); // the name is taken when the cell is left
+  await set('level', 'Address', '3');
+  await set('level', 'Data type', 'INT16');
+  await page.getByRole('button', { name: 'Save', exact: true }).click();
+  await page.getByText('Saved and applied.').waitFor();
   const address = page.locator('table.channels [aria-label="Address of level"]');
-  await address.waitFor();
   t.pass('channel level saved');
 
   // A bad value: the message under the cell it names; nothing applied.

@@ -67,6 +67,8 @@ export class ChannelTable {
   private bulkValue: HTMLInputElement;
   private readonly bulkBox = h('span', { class: 'bulk-value' });
   readonly note = h('p', { role: 'status', class: 'muted' });
+  /** How many rows are selected, and beyond a page the choice to select every row of the asset. */
+  private readonly selInfo = h('span', { class: 'sel-info' });
   private readonly lists = h('div', { hidden: true });
 
   constructor(template: Ad[], private readonly props: Record<string, Prop>, names: string[]) {
@@ -119,6 +121,7 @@ export class ChannelTable {
     this.all.addEventListener('change', () => {
       for (const r of this.shownRows()) r.selected = this.all.checked;
       for (const c of this.tbody.querySelectorAll<HTMLInputElement>('input[data-k="#sel"]')) c.checked = this.all.checked;
+      this.selection();
     });
     const help = h('details', { class: 'help' }, h('summary', null, 'What the columns mean'),
       h('dl', null, [...this.columns, ...this.details].map((a) => {
@@ -128,7 +131,7 @@ export class ChannelTable {
     const bar = h('div', { class: 'toolbar' },
       h('button', { type: 'button', class: 'secondary', 'data-act': 'add' }, 'Add a channel'), ' ',
       h('span', { class: 'bulk' }, 'Selected rows: set ', this.bulkKey, ' to ', this.bulkBox, ' ', h('button', { type: 'button', class: 'secondary', 'data-act': 'bulk' }, 'Apply to selected'), ' ',
-        h('button', { type: 'button', class: 'danger', 'data-act': 'remove-selected' }, 'Remove selected')));
+        h('button', { type: 'button', class: 'danger', 'data-act': 'remove-selected' }, 'Remove selected')), ' ', this.selInfo);
     bar.addEventListener('click', (e) => this.clicked(e.target as HTMLElement));
     this.pager.addEventListener('click', (e) => this.clicked(e.target as HTMLElement));
     this.el = h('section', { 'aria-labelledby': 'ch-h', class: 'channel-editor' }, h('h2', { id: 'ch-h' }, 'Channels'), help, bar, this.note, this.pager, h('div', { class: 'scroll table-box' }, table), this.lists);
@@ -320,12 +323,27 @@ export class ChannelTable {
     const f = document.createDocumentFragment();
     for (const r of this.shownRows()) f.append(this.rowEl(r));
     this.tbody.replaceChildren(f);
-    this.all.checked = false;
+    const shown = this.shownRows();
+    this.all.checked = shown.length > 0 && shown.every((r) => r.selected);
     this.counts();
+  }
+
+  /**
+   * The selection's count; with more than a page, the head's box ticks only the page's rows (it
+   * says so), and "Select all N channels" ticks every row of the asset, on every page.
+   */
+  private selection(): void {
+    const n = this.rows.reduce((a, r) => a + (r.selected ? 1 : 0), 0);
+    const paged = this.rows.length > PAGE;
+    this.all.setAttribute('aria-label', paged ? `Select the ${this.shownRows().length} rows of this page` : 'Select all channels');
+    replace(this.selInfo, n ? `${n} of ${this.rows.length} selected` : '',
+      paged && n < this.rows.length ? [' ', h('button', { type: 'button', class: 'secondary', 'data-act': 'select-all' }, `Select all ${this.rows.length} channels`)] : '',
+      n ? [' ', h('button', { type: 'button', class: 'secondary', 'data-act': 'select-none' }, 'Clear selection')] : '');
   }
 
   /** The count of channels, and the page buttons when there is more than a page. */
   private counts(): void {
+    this.selection();
     const pages = Math.max(1, Math.ceil(this.rows.length / PAGE));
     const from = this.page * PAGE;
     replace(this.pager, `${this.rows.length} channel${this.rows.length === 1 ? '' : 's'}`,
@@ -362,7 +380,10 @@ export class ChannelTable {
     const at = k && this.rowOf(el);
     if (!at) return;
     const c = el as HTMLInputElement;
-    if (k === '#sel') return void (at.r.selected = c.checked);
+    if (k === '#sel') {
+      at.r.selected = c.checked;
+      return this.selection();
+    }
     at.r.values[k] = c.type === 'checkbox' ? c.checked : c.value;
     const ad = this.byId.get(k)!;
     const why = this.check(ad, at.r.values[k], at.r);
@@ -437,11 +458,23 @@ export class ChannelTable {
     } else if (act === 'details' && at) {
       at.r.open = !at.r.open;
       this.redraw(at.r);
+    } else if (act === 'select-all' || act === 'select-none') {
+      const on = act === 'select-all';
+      for (const r of this.rows) r.selected = on;
+      this.all.checked = on;
+      for (const c of this.tbody.querySelectorAll<HTMLInputElement>('input[data-k="#sel"]')) c.checked = on;
+      this.selection();
+      this.note.textContent = on ? `All ${this.rows.length} channels selected, on every page.` : 'No channel selected.';
     } else if (act === 'remove-selected') {
       const gone = this.rows.filter((r) => r.selected);
+      const paged = this.rows.length > PAGE;
       this.rows = this.rows.filter((r) => !r.selected);
-      for (const r of gone) for (const x of this.trsOf(r)) x.remove();
-      this.counts();
+      // Beyond a page, the rows after the removed ones move up onto this page: drawn again.
+      if (paged) this.render();
+      else {
+        for (const r of gone) for (const x of this.trsOf(r)) x.remove();
+        this.counts();
+      }
       this.note.textContent = `${gone.length} channel${gone.length === 1 ? '' : 's'} removed (saved with the asset).`;
     } else if (act === 'bulk') {
       const k = this.bulkKey.value;

@@ -11,9 +11,10 @@ import { ChannelTable, labelOf, unitOf, type Ad as TableAd } from './channel-tab
 const C = '/services/configuration/v2';
 const DRIVER = 'org.eclipse.kura.driver.';
 const ASSET = 'org.eclipse.kura.wire.WireAsset';
-const MODES = ['READ', 'WRITE', 'READ_WRITE'];
-const VALUE_TYPES = ['BOOLEAN', 'BYTE_ARRAY', 'DOUBLE', 'FLOAT', 'INTEGER', 'LONG', 'STRING'];
 const HIDDEN = /^(kura\.service\.pid|service\.(factoryPid|pid))$/;
+// An MQTT connection's two components (docs/configuration-v2.md "Components and PIDs"): the bare
+// PIDs are the connection `default`, `…-<name>` the others.
+const CONNECTION = /^org\.eclipse\.kura\.(cloud\.CloudService|core\.data\.transport\.mqtt\.MqttDataTransport)(?:-(.+))?$/;
 
 type Ad = TableAd;
 interface Prop { type: string; value?: unknown }
@@ -81,7 +82,11 @@ function transportFields(form: HTMLElement, fields: Fields): void {
   apply();
 }
 
-/** Puts each `Invalid configuration of <pid>, property <key>: <problem>` next to its field. */
+/**
+ * Puts each `Invalid configuration of <pid>, property <key>: <problem>` next to its field, and a
+ * property reserved to kura.admin (`Only kura.admin may change <pid> property <key>`, the 403 of
+ * docs/configuration-v2.md "Reserved to kura.admin") too.
+ */
 function showErrors(message: string, fields: Fields, top: HTMLElement): void {
   for (const f of fields.values()) {
     f.error.textContent = '';
@@ -90,7 +95,8 @@ function showErrors(message: string, fields: Fields, top: HTMLElement): void {
   const rest: string[] = [];
   let first: HTMLElement | undefined;
   for (const part of message.split('; ')) {
-    const m = /property (\S+?): (.*)$/.exec(part);
+    const reserved = /^Only \S+ may change \S+ property (\S+)$/.exec(part);
+    const m = reserved ? [part, reserved[1], part] : /property (\S+?): (.*)$/.exec(part);
     const f = m ? fields.get(m[1]) : undefined;
     if (!f) {
       rest.push(part);
@@ -103,9 +109,6 @@ function showErrors(message: string, fields: Fields, top: HTMLElement): void {
   first?.focus();
   top.textContent = rest.length ? rest.join('; ') : 'Not saved: see the messages next to the fields.';
 }
-
-const guessed = (v: string): Prop =>
-  /^-?\d+$/.test(v) ? { type: 'INTEGER', value: Number(v) } : /^-?\d*\.\d+$/.test(v) ? { type: 'DOUBLE', value: Number(v) } : /^(true|false)$/.test(v) ? { type: 'BOOLEAN', value: v === 'true' } : { type: 'STRING', value: v };
 
 export function configView(root: HTMLElement, args: string[]): void {
   if (args[0] === 'edit' && args[1]) return void editor(root, args[1]);
@@ -144,6 +147,12 @@ async function overview(root: HTMLElement): Promise<void> {
   const edit = (pid: string) => h('a', { href: `#/config/edit/${encodeURIComponent(pid)}` }, 'Edit');
   const drivers = comps.filter((c) => c.factoryPid?.startsWith(DRIVER));
   const assets = comps.filter((c) => c.factoryPid === ASSET);
+  // The daemon's own components: the singletons and each MQTT connection's two.
+  const services = comps.filter((c) => !c.factoryPid?.startsWith(DRIVER) && c.factoryPid !== ASSET);
+  const about = (p: string) => {
+    const m = CONNECTION.exec(p);
+    return m ? `MQTT connection ${m[2] ?? 'default'} (${m[1] === 'cloud.CloudService' ? 'cloud service' : 'broker and transport'})` : '';
+  };
 
   const factory = h('select', { required: true }, factories.map((f) => h('option', { value: f }, f.slice(DRIVER.length))));
   const newDriver = h('form', {
@@ -178,6 +187,8 @@ async function overview(root: HTMLElement): Promise<void> {
     h('section', { 'aria-labelledby': 'cfg-a' }, h('h2', { id: 'cfg-a' }, 'Assets'),
       assets.length ? table(['Name', ''], assets.map((a) => h('tr', null, h('th', { scope: 'row' }, a.pid), h('td', { class: 'actions' }, edit(a.pid), ' ', del(a.pid)))), 'Assets') : h('p', { class: 'empty' }, 'No assets.'),
       drivers.length ? newAsset : h('p', null, 'Create a driver instance first.')),
+    h('section', { 'aria-labelledby': 'cfg-v' }, h('h2', { id: 'cfg-v' }, 'Services'),
+      services.length ? table(['Component', 'What', ''], services.map((c) => h('tr', null, h('th', { scope: 'row' }, c.pid), h('td', null, about(c.pid)), h('td', { class: 'actions' }, h('a', { href: `#/config/edit/${encodeURIComponent(c.pid)}`, 'aria-label': `Edit ${c.pid}` }, 'Edit')))), 'Services') : h('p', { class: 'empty' }, 'No services.')),
     h('section', { 'aria-labelledby': 'cfg-s' }, h('h2', { id: 'cfg-s' }, 'Snapshots'),
       h('p', null, 'Each change keeps a snapshot of the whole configuration. Rolling back makes a snapshot the configuration in force.'),
       h('button', { type: 'button', class: 'secondary', onclick: () => act('Snapshot taken.', () => post(`${C}/snapshots/_write`)) }, 'Take a snapshot now'),
@@ -265,31 +276,18 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
     if (ch === names[0]) template.push({ ...a, id: a.id.slice(i + 1) });
   }
   if (!asset) template = [];
+  else if (!template.length) {
+    // An asset without channels: Kura's definition has only the asset's ADs, the channel ADs come
+    // from configuration/v2's extension (docs/configuration-v2.md "Channel definitions").
+    try {
+      const d = await post<{ configs: Cfg[] }>(`${C}/configurableComponents/channelDefinitions/byPid`, { pids: [pid] });
+      template = d.configs[0]?.definition?.ad ?? [];
+    } catch (e) {
+      return replace(root, back, problem(e, 'rest.configuration'));
+    }
+  }
   const channels = asset && template.length ? new ChannelTable(template, c.properties, names) : undefined;
   const top = h('p', { class: 'error', role: 'alert' });
-  const extra: (() => Record<string, Prop>)[] = [];
-
-  // An asset without channels has no channel definitions yet (they come with its first channel):
-  // its first channel is typed as name, mode, value type and the driver's key=value lines.
-  const addFirst = () => {
-    const name = h('input', { required: true, autocapitalize: 'none', spellcheck: 'false' });
-    const mode = h('select', null, MODES.map((m) => h('option', { value: m }, m)));
-    const vt = h('select', null, VALUE_TYPES.map((m) => h('option', { value: m, selected: m === 'INTEGER' }, m)));
-    const lines = h('textarea', { rows: 4, placeholder: 'unit.id=1\nprimary.table=HOLDING_REGISTERS\nmemory.address=1' });
-    slot.replaceChildren(h('fieldset', { class: 'channel' }, h('legend', null, 'New channel'), field('Channel name', name), field('Mode', mode), field('Value type', vt),
-      field('Driver channel properties', lines, 'One key=value per line (see docs/drivers.md for your driver).')));
-    name.focus();
-    extra.push(() => {
-      const n = name.value.trim();
-      const out: Record<string, Prop> = { [`${n}#+enabled`]: { type: 'BOOLEAN', value: true }, [`${n}#+type`]: { type: 'STRING', value: mode.value }, [`${n}#+value.type`]: { type: 'STRING', value: vt.value } };
-      for (const l of lines.value.split('\n')) {
-        const i = l.indexOf('=');
-        if (i > 0) out[`${n}#${l.slice(0, i).trim()}`] = guessed(l.slice(i + 1).trim());
-      }
-      return out;
-    });
-  };
-  const slot = h('div');
   const status = h('p', { role: 'status', class: 'muted' });
   const form = h('form', {
     novalidate: true,
@@ -303,7 +301,6 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
         const p = f.read();
         if (p && JSON.stringify(p) !== f.initial) properties[k] = p;
       }
-      for (const x of extra) Object.assign(properties, x());
       let sent: Record<string, Prop> | undefined;
       if (channels) {
         sent = channels.changes();
@@ -331,7 +328,7 @@ async function editor(root: HTMLElement, pid: string): Promise<void> {
       }
     },
   }, base.map((a) => input(a, c.properties[a.id]?.value, fields)),
-  channels?.el, slot, asset && !channels ? h('button', { type: 'button', class: 'secondary', onclick: addFirst }, 'Add a channel') : null, top, h('button', { type: 'submit' }, 'Save'));
+  channels?.el, top, h('button', { type: 'submit' }, 'Save'));
   replace(root, back, h('h1', null, `${asset ? 'Asset' : 'Component'} ${pid}`), status, asset ? h('p', null, h('a', { href: `#/assets/${encodeURIComponent(pid)}` }, 'Live values of this asset')) : null, form);
   transportFields(form, fields);
 }
