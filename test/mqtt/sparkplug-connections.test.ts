@@ -169,6 +169,24 @@ t.test('a Sparkplug connection beside the Kura default: births, commands, bdSeq,
   await host.next((m) => m.type === 'DBIRTH' && m.device === 'line', from, 'DBIRTH after restart');
   await waitFor(async () => (await byName('default'))?.connected, 10_000, 'default connected');
 
+  // Reload: telemetry.assets now lists the other asset: a new session in which it is the only device.
+  from = host.seen.length;
+  const cfgA = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  cfgA.mqtt.connections.scada['telemetry.assets'] = ['other'];
+  fs.writeFileSync(d.configFile, JSON.stringify(cfgA));
+  d.signal('SIGHUP');
+  const nbA = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after telemetry.assets changed');
+  const nbAt = host.seen.indexOf(nbA);
+  await host.next((m) => m.type === 'DBIRTH' && m.device === 'other', nbAt, 'DBIRTH other');
+  await sleep(500);
+  t.notOk(host.seen.slice(nbAt).some((m) => m.device === 'line'), 'the asset no longer listed is no device of the new session');
+  t.equal((await byName('default')).reconnects, 0, 'the default did not reconnect');
+  cfgA.mqtt.connections.scada['telemetry.assets'] = ['line'];
+  fs.writeFileSync(d.configFile, JSON.stringify(cfgA));
+  d.signal('SIGHUP');
+  const nbB = await host.next((m) => m.type === 'NBIRTH' && host.seen.indexOf(m) > nbAt, nbAt + 1, 'NBIRTH with line again');
+  await host.next((m) => m.type === 'DBIRTH' && m.device === 'line', host.seen.indexOf(nbB), 'DBIRTH line again');
+
   // Reload: scada becomes a Kura connection — NDEATH, then Kura BIRTH on the plant broker, no more
   // Sparkplug; the default does not reconnect.
   const cloudBirths = cloudGot.filter((m) => m.topic === '$EDC/account/gw-cloud/MQTT/BIRTH').length;
@@ -194,7 +212,7 @@ t.test('a Sparkplug connection beside the Kura default: births, commands, bdSeq,
   fs.writeFileSync(d.configFile, JSON.stringify(cfg));
   d.signal('SIGHUP');
   const nb4 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after the type came back');
-  t.equal(bdSeqOf(nb4), 3n, 'bdSeq goes on');
+  t.equal(bdSeqOf(nb4), 5n, 'bdSeq goes on');
   t.ok(plantGot.some((m) => m.topic === '$EDC/account/gw-scada/MQTT/DC'), 'the Kura connection said DC');
   await host.next((m) => m.type === 'DBIRTH' && m.device === 'line', from, 'DBIRTH after the type came back');
   t.equal((await byName('scada')).type, 'sparkplug');
