@@ -266,6 +266,11 @@ t.test('Sparkplug connections created and deleted through configuration/v2; two 
     [['default', 'kura'], ['sp1', 'sparkplug'], ['sp2', 'sparkplug']],
     'both listed as sparkplug',
   );
+  // A third with n2's edge node id on the same broker would end n2's sessions: refused.
+  r = await call('factoryComponents', { configs: node('sp3', 'n2'), takeSnapshot: false });
+  t.equal(r.status, 400, 'one edge node id twice in a group on a broker');
+  t.match(r.json().message, `Invalid configuration of ${CLOUD}-sp3, property sparkplug.edge.node.id: connection "sp2" is the same edge node`);
+  t.equal((await conns()).length, 3, 'nothing created');
   t.ok(fs.existsSync(path.join(d.dataDir, 'mqtt-sp1', 'sparkplug-bdseq')) && fs.existsSync(path.join(d.dataDir, 'mqtt-sp2', 'sparkplug-bdseq')), 'a bdSeq file each');
 
   // Each node's DDATA in its own seq; a Rebirth of one leaves the other alone; n1's _disconnect/_connect moves only its bdSeq.
