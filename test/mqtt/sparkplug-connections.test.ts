@@ -6,7 +6,8 @@
 // dataDir/mqtt-<name>/ across a restart; cloudconnection/v1 listing it, `_disconnect` (NDEATH, held)
 // and `_connect` (NBIRTH, the next bdSeq); a reload that changes its type builds it anew while the
 // default is untouched; a Sparkplug connection created and deleted through configuration/v2; two
-// edge nodes on one broker, each with its own seq and bdSeq.
+// edge nodes on one broker, each with its own seq and bdSeq (one edge node twice refused); DDATA held
+// by an edge node (its primary host offline) is not sent once the connection becomes a Kura one.
 
 import t from 'tap';
 import fs from 'node:fs';
@@ -307,5 +308,35 @@ t.test('Sparkplug connections created and deleted through configuration/v2; two 
   await sleep(300);
   t.notOk(host.seen.slice(at).some((m) => m.node === 'n1'), 'nothing more of n1');
   t.same(seqProblems(host.seen, 'n2'), [], 'n2 seq continuous to the end');
+  t.equal(await d.stop(), 0);
+});
+
+t.test('held DDATA of a Sparkplug connection is not sent when it becomes a Kura one', mosquittoSkip(), async (t) => {
+  const broker = await startMosquitto();
+  t.teardown(() => broker.close());
+  const got = await listen(t, broker.url, 'sub');
+  const host = new SparkplugHost(broker.url, 'scada-host', G);
+  await host.start();
+  t.teardown(() => host.client.end());
+  // The primary host is offline: the node is not born and keeps its DDATA in the outbox.
+  await host.client.publish('spBv1.0/STATE/scada-host', Buffer.from(JSON.stringify({ online: false, timestamp: 1000 })), { qos: 1, retain: true });
+  const d = await startDaemon(t, {
+    rest,
+    identities,
+    assets: { pump: { 'driver.pid': 'sim', 'poll.interval': 20, channels: { n: counter } } },
+    mqtt: { connections: { scada: { enabled: true, type: 'sparkplug', 'broker-url': broker.url, 'client-id': 'gw-scada', 'sparkplug.group.id': G, 'sparkplug.primary.host.id': 'scada-host', 'keep-alive': 5 } } },
+  });
+  const scada = async () => ((await d.request('/services/cloudconnection/v1/connections', { headers: ADMIN })).json() as any[]).find((c) => c.name === 'scada');
+  await waitFor(async () => (await scada()).outbox.pending >= 10, 10_000, 'DDATA held in the outbox');
+  t.equal(host.seen.filter((m) => m.type !== 'NDEATH').length, 0, 'nothing born while the host is offline');
+
+  const cfg = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  cfg.mqtt.connections.scada.type = 'kura';
+  fs.writeFileSync(d.configFile, JSON.stringify(cfg));
+  d.signal('SIGHUP');
+  await until(() => got.some((m) => m.topic === '$EDC/account/gw-scada/MQTT/BIRTH'), 10_000, 'Kura BIRTH');
+  await until(() => got.filter((m) => m.topic === 'account/gw-scada/assets/pump').length >= 5, 10_000, 'Kura telemetry');
+  await waitFor(async () => (await scada()).outbox.pending < 5, 10_000, 'the outbox drained');
+  t.same(host.seen.filter((m) => m.type === 'DDATA').map((m) => m.topic), [], 'none of the held DDATA published by the Kura connection');
   t.equal(await d.stop(), 0);
 });
