@@ -235,6 +235,7 @@ t.test('Sparkplug connections created and deleted through configuration/v2; two 
   const host = new SparkplugHost(broker.url, 'host', G);
   await host.start();
   t.teardown(() => host.client.end());
+  const got = await listen(t, broker.url, 'sub');
   const d = await startDaemon(t, {
     rest,
     identities,
@@ -308,6 +309,25 @@ t.test('Sparkplug connections created and deleted through configuration/v2; two 
   await sleep(300);
   t.notOk(host.seen.slice(at).some((m) => m.node === 'n1'), 'nothing more of n1');
   t.same(seqProblems(host.seen, 'n2'), [], 'n2 seq continuous to the end');
+
+  // configuration/v2 changes sp2's type: a Kura connection (NDEATH, then BIRTH), and back (NBIRTH, the next bdSeq).
+  const update = (pid: string, properties: unknown) => call('configurableComponents/configurations/_update', { configs: [{ pid, properties }], takeSnapshot: false }, 'PUT');
+  from = host.seen.length;
+  r = await update(`${CLOUD}-sp2`, { type: S('kura') });
+  t.equal(r.status, 200, r.body);
+  await until(() => got.some((m) => m.topic === '$EDC/account/gw-sp2/MQTT/BIRTH'), 10_000, 'sp2’s Kura BIRTH');
+  const death2 = await host.next((m) => m.type === 'NDEATH' && m.node === 'n2', from, 'NDEATH n2 at the type change');
+  t.equal(bdSeqOf(death2), 0n);
+  t.equal((await conns()).find((c) => c.name === 'sp2').type, 'kura');
+  t.equal((await conns()).find((c) => c.name === 'default').reconnects, 0, 'the default did not reconnect');
+  const kuraAt = host.seen.length;
+  await until(() => got.some((m) => m.topic === 'account/gw-sp2/assets/pump'), 10_000, 'sp2’s Kura telemetry');
+  t.equal(host.seen.length, kuraAt, 'no Sparkplug message while it is a Kura connection');
+  r = await update(`${CLOUD}-sp2`, { type: S('sparkplug') });
+  t.equal(r.status, 200, r.body);
+  const back = await host.next((m) => m.type === 'NBIRTH' && m.node === 'n2', kuraAt, 'NBIRTH n2 again');
+  t.equal(bdSeqOf(back), 1n, 'the next bdSeq');
+  t.ok(got.some((m) => m.topic === '$EDC/account/gw-sp2/MQTT/DC'), 'the Kura connection said DC');
   t.equal(await d.stop(), 0);
 });
 
