@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../core/schema.js';
 import { isPlainObject, kind, problem, type Spec } from '../core/schema.js';
+import { idProblem } from './sparkplug/topic.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -50,8 +51,6 @@ const LEVEL = /^[^/#+\u0000]+$/;
 // Permission names as identities carry them (docs/configuration.md "identities").
 const PERMISSION = /^(kura\.admin|rest\.[A-Za-z0-9_.-]+|[A-Za-z0-9_.-]+)$/;
 
-const SPARKPLUG_ID = { pattern: /^[^/#+\u0000-\u001f\u007f-\u009f]*$/, patternHint: 'must be one topic level, without / # + or control characters' };
-
 /** docs/configuration.md "mqtt": 16 MiB fits beside the rest of dataDir on a small data partition. */
 export const DEFAULT_OUTBOX_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -78,10 +77,10 @@ export const mqttSection = section<MqttConfig>({
   'requester.permissions': [arrayOf(str({ pattern: PERMISSION, patternHint: 'not a permission name' }), { unique: true }), ['kura.admin']],
   'applications.disabled': [arrayOf(str({ pattern: LEVEL, patternHint: 'not an MQTT application id (a topic level: non-empty, without / # +)' }), { unique: true }), []],
   type: [oneOf(CONNECTION_TYPES), 'kura'],
-  // Sparkplug ids: one topic level each, without + / # or control characters (Sparkplug 3.0, tck-id-topic-structure-namespace-valid-*).
-  'sparkplug.group.id': [str(SPARKPLUG_ID), ''],
-  'sparkplug.edge.node.id': [str(SPARKPLUG_ID), ''],
-  'sparkplug.primary.host.id': [str(SPARKPLUG_ID), ''],
+  // Sparkplug ids: checked by validateMqttSection with the edge node's own rule (topic.ts idProblem).
+  'sparkplug.group.id': [str(), ''],
+  'sparkplug.edge.node.id': [str(), ''],
+  'sparkplug.primary.host.id': [str(), ''],
 });
 
 export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: MqttConfig; problems: Problem[] } {
@@ -101,6 +100,15 @@ export function validateMqttSection(raw: unknown, keyPath = 'mqtt'): { value: Mq
   if (value.type === 'sparkplug' && value['sparkplug.group.id'] === '') {
     problem(problems, `${keyPath}.sparkplug.group.id`, 'required when type is sparkplug');
   }
+  // Sparkplug ids: one topic level each, without + / # or control characters (Sparkplug 3.0,
+  // tck-id-topic-structure-namespace-valid-*), by the rule the edge node builds its topics with.
+  for (const k of ['sparkplug.group.id', 'sparkplug.edge.node.id', 'sparkplug.primary.host.id'] as const) {
+    const bad = value[k] && idProblem(value[k], k.slice(10).replaceAll('.', ' '));
+    if (bad) problem(problems, `${keyPath}.${k}`, bad);
+  }
+  // The client-id is the edge node id when sparkplug.edge.node.id is not given: Sparkplug's id rules apply to it then.
+  const asNodeId = value.type === 'sparkplug' && value['sparkplug.edge.node.id'] === '' && idProblem(value['client-id'], 'edge node id');
+  if (asNodeId) problem(problems, `${keyPath}.client-id`, `${asNodeId} (the client-id is the edge node id without sparkplug.edge.node.id)`);
   return { value, problems };
 }
 

@@ -5,7 +5,7 @@
 // decoder also reads back to the object. The array fixtures are the examples of the Sparkplug 3.0
 // specification ("Datatype Details", "Array Types"), which Tahu's JavaScript codec does not support.
 
-import type { SparkplugPayload } from '../../src/mqtt/sparkplug/payload.js';
+import type { SparkplugPayload } from './sparkplug-codec/payload.js';
 
 export const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 

@@ -5,7 +5,7 @@
 // named in each message and command.
 
 import { MqttClient } from '../../src/mqtt/client.js';
-import type { SparkplugMetric, SparkplugPayload } from '../../src/mqtt/sparkplug/payload.js';
+import type { SparkplugMetric, SparkplugPayload } from './sparkplug-codec/payload.js';
 import { silentLogger } from '../../src/log.js';
 import { until } from './mqtt-fixture.js';
 import { tahuDecode, tahuEncode } from './tahu.js';

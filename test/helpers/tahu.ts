@@ -17,7 +17,7 @@ import type {
   SparkplugPropertySet,
   SparkplugPropertyValue,
   SparkplugTemplate,
-} from '../../src/mqtt/sparkplug/payload.js';
+} from './sparkplug-codec/payload.js';
 
 const require = createRequire(import.meta.url);
 

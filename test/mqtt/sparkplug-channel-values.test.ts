@@ -1,14 +1,14 @@
 // Channel values as Sparkplug metrics and a command's metric as the write it asks for
-// (src/mqtt/sparkplug/channel-values.ts), checked against the daemon's own value parse
+// (test/helpers/sparkplug-codec/channel-values.ts), checked against the daemon's own value parse
 // (docs/architecture.md "Asset values: one conversion"): the text a DCMD metric becomes parses back
 // to exactly its value, and what the parse refuses for REST it refuses here with the same message.
 
 import t from 'tap';
 import { parseValueText } from '../../src/channels/values.js';
 import { VALUE_TYPES, type TypedValue } from '../../src/channels/types.js';
-import { DATATYPES } from '../../src/mqtt/sparkplug/datatypes.js';
-import { channelTypeOf, DATATYPE_OF_CHANNEL, metricDescription, metricValueOf, writeTextOf, type ChannelValue } from '../../src/mqtt/sparkplug/channel-values.js';
-import { decodeSparkplugPayload, encodeSparkplugPayload, type SparkplugMetric } from '../../src/mqtt/sparkplug/payload.js';
+import { DATATYPES } from '../helpers/sparkplug-codec/datatypes.js';
+import { channelTypeOf, DATATYPE_OF_CHANNEL, metricDescription, metricValueOf, writeTextOf, type ChannelValue } from '../helpers/sparkplug-codec/channel-values.js';
+import { decodeSparkplugPayload, encodeSparkplugPayload, type SparkplugMetric } from '../helpers/sparkplug-codec/payload.js';
 import { canon, tahuDecode } from '../helpers/tahu.js';
 
 t.test('each channel value type has one datatype, and it is written back as that type', async (t) => {

@@ -7,7 +7,8 @@
 // and removed at run time, Rebirth, DCMD writes of each type (UInt64 up to a LONG's maximum, one
 // past it and UInt64's maximum refused, nothing written of a command with one refused metric),
 // hostile commands, and a primary host: nothing born while it is offline, then NBIRTH, DBIRTH and
-// the held DDATA in order; a STATE older than the last is ignored.
+// the held DDATA in order; a STATE older than the last is ignored, but not when it is another
+// primary host's (the setting changed).
 
 import t from 'tap';
 import fs from 'node:fs';
@@ -17,7 +18,7 @@ import { until } from '../helpers/mqtt-fixture.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
 import { tahuDecode, tahuEncode } from '../helpers/tahu.js';
 import { MqttClient } from '../../src/mqtt/client.js';
-import type { SparkplugMetric, SparkplugPayload } from '../../src/mqtt/sparkplug/payload.js';
+import type { SparkplugMetric, SparkplugPayload } from '../helpers/sparkplug-codec/payload.js';
 import { silentLogger } from '../../src/log.js';
 
 t.setTimeout(120_000);
@@ -293,7 +294,11 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   await state(false, 1000);
 
   const d = await startDaemon(t, {
-    assets: { counter: { 'driver.pid': 'sim', 'poll.interval': 10, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } } },
+    assets: {
+      counter: { 'driver.pid': 'sim', 'poll.interval': 10, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
+      // A valid asset name that cannot be a Sparkplug device id (a C1 control character): left out, with a warning.
+      'line\u0081': { 'driver.pid': 'sim', 'poll.interval': 50, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
+    },
     mqtt: { enabled: true, type: 'sparkplug', 'broker-url': broker.url, 'client-id': NODE, 'sparkplug.group.id': G, 'sparkplug.primary.host.id': 'scada', 'keep-alive': 5 },
   });
   await d.waitForLog(/msg="mqtt connected"/);
@@ -313,6 +318,9 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   const nb = await host.next((m) => m.type === 'NBIRTH', 0, 'NBIRTH');
   t.equal(host.seen.indexOf(nb), 0, 'NBIRTH is the first message');
   t.equal(host.seen[1]?.type, 'DBIRTH', 'then the DBIRTH');
+  t.equal(host.seen.filter((m) => m.type === 'DBIRTH').length, 1, 'one DBIRTH: the asset whose PID is no device id has none');
+  await d.waitForLog(/msg="sparkplug asset not published".*contains U\+0081: a Sparkplug id is one topic level/);
+  t.equal(d.logs.filter((l) => l.includes('sparkplug asset not published')).length, 1, 'warned about once');
   // Past 255 messages: seq wraps to 0.
   await until(() => host.seen.filter((m) => m.type === 'DDATA').length >= 300, 15000, '300 DDATA');
   t.ok(host.seen.some((m, i) => m.type === 'DDATA' && m.p.seq === 0n && host.seen[i - 1]?.p.seq === 255n), 'seq 255 is followed by 0');
@@ -339,4 +347,16 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   const nb2 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH when the host is back');
   t.equal(nb2.p.metrics.find((m) => m.name === 'bdSeq')?.value, 1n, 'a new session: bdSeq 1');
   t.same(seqProblems(host.seen), [], 'seq continuous');
+
+  // Another primary host (SIGHUP): its STATE is not compared with the previous host's timestamps;
+  // an online one older than the last of 'scada' still lets the node be born.
+  await host.client.publish('spBv1.0/STATE/scada2', Buffer.from(JSON.stringify({ online: true, timestamp: 500 })), { qos: 1, retain: true });
+  from = host.seen.length;
+  const cfg = JSON.parse(fs.readFileSync(d.configFile, 'utf8'));
+  cfg.mqtt['sparkplug.primary.host.id'] = 'scada2';
+  fs.writeFileSync(d.configFile, JSON.stringify(cfg));
+  d.signal('SIGHUP');
+  await host.next((m) => m.type === 'NDEATH', from, 'NDEATH as the connection changes');
+  const nb3 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH for the new primary host, whose clock is behind the old one');
+  t.equal(nb3.p.metrics.find((m) => m.name === 'bdSeq')?.value, 2n, 'in a new session');
 });

@@ -1,4 +1,4 @@
-// Seeded fuzz of the Sparkplug B payload codec (src/mqtt/sparkplug/payload.ts): random bytes and
+// Seeded fuzz of the Sparkplug B payload codec (test/helpers/sparkplug-codec/payload.ts, the tests' reference codec): random bytes and
 // mutated fixtures decode or throw SparkplugError, nothing else, and what decodes stays within the
 // decoder's bounds (elements, nesting, string sizes); random valid payloads of every datatype
 // round-trip exactly, and in the part Eclipse Tahu's codec covers Tahu writes the same bytes and
@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { SparkplugError, type BasicDataType } from '../../src/mqtt/sparkplug/datatypes.js';
+import { SparkplugError, type BasicDataType } from '../helpers/sparkplug-codec/datatypes.js';
 import {
   decodeSparkplugPayload,
   encodeSparkplugPayload,
@@ -18,7 +18,7 @@ import {
   type SparkplugPropertySet,
   type SparkplugPropertyValue,
   type SparkplugTemplate,
-} from '../../src/mqtt/sparkplug/payload.js';
+} from '../helpers/sparkplug-codec/payload.js';
 import { FIXTURES, hex } from '../helpers/sparkplug-fixtures.js';
 import { canon, tahuDecode, tahuEncode } from '../helpers/tahu.js';
 

@@ -1,12 +1,12 @@
-// Sparkplug B payload codec (src/mqtt/sparkplug/payload.ts): (object, bytes) fixtures give parse,
+// Sparkplug B payload codec (test/helpers/sparkplug-codec/payload.ts, the tests' reference codec): (object, bytes) fixtures give parse,
 // generate and round-trip tests; Eclipse Tahu's `sparkplug-payload` (npm) writes the same bytes
 // and reads our payloads back to the same values; what Tahu encodes in its own idioms we decode to
 // the values meant; the decoder's other accepted forms, its refusals and bounds, and the encoder's
 // refusals, each with the message a user sees.
 
 import t, { type Test } from 'tap';
-import { decodeSparkplugPayload, encodeSparkplugPayload, SPARKPLUG_DECODE_LIMITS, type SparkplugMetric, type SparkplugPayload } from '../../src/mqtt/sparkplug/payload.js';
-import { SparkplugError } from '../../src/mqtt/sparkplug/datatypes.js';
+import { decodeSparkplugPayload, encodeSparkplugPayload, SPARKPLUG_DECODE_LIMITS, type SparkplugMetric, type SparkplugPayload } from '../helpers/sparkplug-codec/payload.js';
+import { SparkplugError } from '../helpers/sparkplug-codec/datatypes.js';
 import { FIXTURES, hex } from '../helpers/sparkplug-fixtures.js';
 import { canon, Long, tahu, tahuDecode, tahuEncode } from '../helpers/tahu.js';
 

@@ -4,7 +4,7 @@
 // 3.0 JSON host state against what a host sends (also 2.2's text form, which is refused).
 
 import t, { type Test } from 'tap';
-import { SparkplugError } from '../../src/mqtt/sparkplug/datatypes.js';
+import { SparkplugError } from '../../src/mqtt/sparkplug/error.js';
 import { decodeHostState, encodeHostState } from '../../src/mqtt/sparkplug/host-state.js';
 import { idProblem, parseSparkplugTopic, sparkplugTopic, type SparkplugTopic } from '../../src/mqtt/sparkplug/topic.js';
 

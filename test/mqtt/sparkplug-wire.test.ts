@@ -1,13 +1,13 @@
 // The edge node's compact Sparkplug codec (src/mqtt/sparkplug/wire.ts) against the full codec
-// (payload.ts) and Eclipse Tahu's: the same bytes for the same metrics, seq appended as the last
+// (test/helpers/sparkplug-codec/payload.ts) and Eclipse Tahu's: the same bytes for the same metrics, seq appended as the last
 // field reads back as Tahu reads it, and commands encoded by Tahu become the write text the full
 // codec's decode and channel-values.ts writeTextOf give (or are refused, with the same reasons for
 // what no channel can hold); malformed commands throw and never hang.
 
 import t from 'tap';
 import { commandWriteText, decodeCommand, encodePayload, withSeq, type OutMetric } from '../../src/mqtt/sparkplug/wire.js';
-import { decodeSparkplugPayload, encodeSparkplugPayload, type SparkplugMetric } from '../../src/mqtt/sparkplug/payload.js';
-import { DATATYPE_OF_CHANNEL, writeTextOf } from '../../src/mqtt/sparkplug/channel-values.js';
+import { decodeSparkplugPayload, encodeSparkplugPayload, type SparkplugMetric } from '../helpers/sparkplug-codec/payload.js';
+import { DATATYPE_OF_CHANNEL, writeTextOf } from '../helpers/sparkplug-codec/channel-values.js';
 import { parseValueText } from '../../src/channels/values.js';
 import { tahuDecode, tahuEncode } from '../helpers/tahu.js';
 import { DecodeError } from '../../src/mqtt/kura-payload.js';

@@ -3,7 +3,8 @@
 // stats), built from the same parts (a client factory, the outbox, a Telemetry, the assets). No
 // KuraPayload application is served on such a connection.
 //
-// Topics spBv1.0/<group>/<type>/<edge node>[/<device>]; assets are devices named by their PID,
+// Topics spBv1.0/<group>/<type>/<edge node>[/<device>], built and checked by topic.ts; assets are
+// devices named by their PID (an asset whose PID cannot be a topic level is left out, with a warning),
 // channels are metrics named by channel name with an alias each (unique on the edge node, kept while
 // the daemon runs). The Sparkplug 3.0 specification ("Topics and Messages", "Operational Behavior"):
 // - every CONNECT has clean session, the will is NDEATH (QoS 1, not retained) with `bdSeq`, one more
@@ -17,10 +18,10 @@
 //   parseValueText, assets/channel-access.ts sortWrites) and the assets' write: a command of which
 //   one metric is refused writes nothing; a refusal is logged, and a DDATA with the current value of
 //   the refused metrics tells the host what the device holds;
-// - with `sparkplug.primary.host.id`: STATE/<host id> (3.0 JSON) decides; nothing is born before the
+// - with `sparkplug.primary.host.id`: STATE/<host id> (3.0 JSON, read by host-state.ts) decides; nothing is born before the
 //   host is online, and when it goes offline the session ends (NDEATH, DISCONNECT) and a new one
 //   waits for it. Meanwhile DDATA is held in the outbox (as historical), published in order after
-//   the next NBIRTH and DBIRTHs. A STATE older than the last one seen is ignored.
+//   the next NBIRTH and DBIRTHs. A STATE older than the last one seen of that host is ignored.
 // Data messages are QoS 0 as the specification asks; the NCMD, DCMD and STATE subscriptions QoS 1.
 // DDATA goes through the outbox (bounded as a Kura connection's), drained at once while the node is
 // born; a DDATA of a device not born now is dropped when its turn comes. DBIRTH and DDEATH are
@@ -42,6 +43,8 @@ import type { ConnectionStats, MqttConnection } from '../service.js';
 import type { Telemetry } from '../telemetry.js';
 import type { TelemetryOutbox } from '../telemetry-outbox.js';
 import { edgeNodeId } from './config.js';
+import { decodeHostState } from './host-state.js';
+import { idProblem, sparkplugTopic, type DeviceMessageType, type NodeMessageType } from './topic.js';
 import { commandWriteText, decodeCommand, encodePayload, metricName, withSeq, type OutMetric } from './wire.js';
 
 export interface EdgeNodeOptions {
@@ -72,7 +75,6 @@ interface Device {
   last: Map<string, ChannelRecord>;
 }
 
-const NS = 'spBv1.0';
 const REBIRTH = 'Node Control/Rebirth';
 /** QoS 0 publications fail only when the connection is gone: the next session's births tell the present. */
 const ignore = () => {};
@@ -101,7 +103,10 @@ export class SparkplugEdgeNode implements MqttConnection {
   #seq = 0;
   /** NBIRTH published in this MQTT session. */
   #born = false;
+  /** The timestamp of the last STATE of the primary host in force (-1: none yet). */
   #lastState = -1;
+  /** PIDs that cannot be a device id, warned about once. */
+  readonly #badIds = new Set<string>();
   /** DCMDs being written. */
   #busy = 0;
   /** The asset whose poll is a DBIRTH now (Telemetry's publication of it is not a DDATA). */
@@ -137,6 +142,8 @@ export class SparkplugEdgeNode implements MqttConnection {
   async reconfigure(next: MqttConfig): Promise<void> {
     this.#syncDevices();
     if (JSON.stringify(next) === JSON.stringify(this.#config)) return;
+    // Another host's STATE timestamps are its own clock's: none of the previous host's is older or newer.
+    if (next['sparkplug.primary.host.id'] !== this.#config['sparkplug.primary.host.id']) this.#lastState = -1;
     this.#outbox.maxMessages = next['outbox.max.messages'];
     this.#outbox.maxBytes = next['outbox.max.bytes'];
     await this.#hangUp();
@@ -196,7 +203,11 @@ export class SparkplugEdgeNode implements MqttConnection {
     const tls = readTlsFiles(c, this.#log, this.#o.readTls, this.#o.keyPath, (message) => (this.#lastError = { at: Date.now(), message }));
     if (!tls) return;
     let client: MqttClient;
+    let subscriptions: string[];
     try {
+      // Built first: an id that cannot be a topic level stops here, before a will is asked for.
+      const host = c['sparkplug.primary.host.id'];
+      subscriptions = [this.#topic('NCMD'), `${this.#topic('DCMD', '-').slice(0, -1)}+`, ...(host ? [sparkplugTopic({ type: 'STATE', hostId: host })] : [])];
       client = this.#o.client({
         url: c['broker-url'],
         clientId: c['client-id'],
@@ -225,7 +236,7 @@ export class SparkplugEdgeNode implements MqttConnection {
     client.on('offline', () => this.#unborn());
     this.#client = client;
     const failed = (err: unknown) => this.#log.warn('mqtt subscribe failed', { error: (err as Error).message });
-    for (const t of [this.#topic('NCMD'), this.#topic('DCMD', '+'), c['sparkplug.primary.host.id'] && `${NS}/STATE/${c['sparkplug.primary.host.id']}`]) if (t) client.subscribe(t, 1).catch(failed);
+    for (const t of subscriptions) client.subscribe(t, 1).catch(failed);
     client.start();
   }
 
@@ -249,9 +260,11 @@ export class SparkplugEdgeNode implements MqttConnection {
     this.#outbox.setOnline(false);
   }
 
-  #topic(type: string, device?: string): string {
+  /** A node's or device's topic (topic.ts checks each id: it throws SparkplugError for one that is no topic level). */
+  #topic(type: NodeMessageType | DeviceMessageType, device?: string): string {
     const c = this.#config;
-    return `${NS}/${c['sparkplug.group.id']}/${type}/${edgeNodeId(c)}${device === undefined ? '' : `/${device}`}`;
+    const ids = { group: c['sparkplug.group.id'], edgeNode: edgeNodeId(c) };
+    return sparkplugTopic(device === undefined ? { type: type as NodeMessageType, ...ids } : { type: type as DeviceMessageType, ...ids, device });
   }
 
   #alias(pid: string, name: string): bigint {
@@ -340,7 +353,7 @@ export class SparkplugEdgeNode implements MqttConnection {
    * whenever it is, so they come in order with DDATA); while it is not, the next NBIRTH's DBIRTHs tell
    * the present.
    */
-  #device(type: string, pid: string, payload: Buffer): void {
+  #device(type: DeviceMessageType, pid: string, payload: Buffer): void {
     if (this.#born && this.#client) this.#send(this.#client, this.#topic(type, pid), payload).catch(ignore);
   }
 
@@ -369,6 +382,7 @@ export class SparkplugEdgeNode implements MqttConnection {
     const asset = this.#o.assets.get(pid);
     if (!asset) return;
     let d = this.#devices.get(pid);
+    if (!d && this.#notDeviceId(pid)) return;
     if (d?.asset !== asset) {
       this.#o.telemetry.forget(pid);
       this.#devices.set(pid, (d = { asset, last: new Map() }));
@@ -393,6 +407,16 @@ export class SparkplugEdgeNode implements MqttConnection {
     if (this.#born) this.#birthDevice(pid);
   }
 
+  /** A PID that cannot be a Sparkplug device id (a topic level) is no device: warned about once. */
+  #notDeviceId(pid: string): boolean {
+    const problem = idProblem(pid, 'device id');
+    if (problem && !this.#badIds.has(pid)) {
+      this.#badIds.add(pid);
+      this.#log.warn('sparkplug asset not published', { asset: pid, error: problem });
+    }
+    return problem !== undefined;
+  }
+
   /**
    * Hands pending messages to the client, seq added, oldest first; stale ones are dropped. QoS 0:
    * written to the socket at once (or not at all), so each is done when handed.
@@ -404,7 +428,7 @@ export class SparkplugEdgeNode implements MqttConnection {
     for (let m; (m = outbox.take()); outbox.ack(m.seq)) {
       const [, , type = '', , device = ''] = m.topic.split('/');
       // DDATA of a device not born now is dropped, as is a message of another group or edge node, or a Kura connection's (the type or ids changed).
-      if (this.#devices.get(device)?.born && m.topic === this.#topic(type, device)) this.#send(client, m.topic, m.payload).catch(ignore);
+      if (type === 'DDATA' && this.#devices.get(device)?.born && m.topic === this.#topic(type, device)) this.#send(client, m.topic, m.payload).catch(ignore);
     }
   }
 
@@ -430,8 +454,7 @@ export class SparkplugEdgeNode implements MqttConnection {
    * (tck-id-operational-behavior-primary-application-state-with-multiple-servers-walk).
    */
   #onState(payload: Buffer): void {
-    const s = JSON.parse(payload.toString());
-    if (typeof s?.online !== 'boolean' || !Number.isSafeInteger(s.timestamp)) throw new Error('not a 3.0 STATE');
+    const s = decodeHostState(payload);
     if (s.timestamp < this.#lastState) return;
     this.#lastState = s.timestamp;
     this.#log.info('sparkplug primary host', { online: s.online });

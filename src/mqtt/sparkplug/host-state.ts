@@ -6,7 +6,7 @@
 // that says so: an edge node configured for a 3.0 host must not take a 2.2 host for it.
 
 import { isUtf8 } from 'node:buffer';
-import { SparkplugError } from './datatypes.js';
+import { SparkplugError } from './error.js';
 
 export interface HostState {
   online: boolean;
@@ -25,21 +25,22 @@ export function encodeHostState(s: HostState): Buffer {
 
 /** The host state a STATE message says; throws SparkplugError for anything but the 3.0 JSON form. */
 export function decodeHostState(payload: Buffer): HostState {
-  if (payload.length > MAX_STATE_BYTES) throw new SparkplugError(`STATE payload of ${payload.length} bytes is over the bound of ${MAX_STATE_BYTES}`);
-  if (!isUtf8(payload)) throw new SparkplugError('STATE payload is not UTF-8 JSON');
+  const bad = (why: string) => new SparkplugError(`STATE payload ${why}`);
+  if (payload.length > MAX_STATE_BYTES) throw bad(`of ${payload.length} bytes is over the bound of ${MAX_STATE_BYTES}`);
+  if (!isUtf8(payload)) throw bad('is not UTF-8 JSON');
   const text = payload.toString('utf8');
-  if (/^\s*(ONLINE|OFFLINE)\s*$/.test(text)) throw new SparkplugError(`STATE payload ${text.trim()} is Sparkplug 2.2's form, not 3.0's JSON {"online", "timestamp"}`);
+  if (/^\s*(ONLINE|OFFLINE)\s*$/.test(text)) throw bad(`${text.trim()} is Sparkplug 2.2's form, not 3.0's JSON {"online", "timestamp"}`);
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new SparkplugError('STATE payload is not JSON');
+    throw bad('is not JSON');
   }
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new SparkplugError('STATE payload is not a JSON object');
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw bad('is not a JSON object');
   const { online, timestamp } = json as Record<string, unknown>;
-  if (typeof online !== 'boolean') throw new SparkplugError('STATE payload has no boolean "online"');
+  if (typeof online !== 'boolean') throw bad('has no boolean "online"');
   if (typeof timestamp !== 'number' || !Number.isSafeInteger(timestamp) || timestamp < 0) {
-    throw new SparkplugError('STATE payload has no "timestamp" in milliseconds since the epoch');
+    throw bad('has no "timestamp" in milliseconds since the epoch');
   }
   return { online, timestamp };
 }

@@ -11,7 +11,7 @@
 // checked, so a bad id is an error naming it rather than a publish to the wrong topic; parsed
 // topics are checked the same way.
 
-import { SparkplugError } from './datatypes.js';
+import { SparkplugError } from './error.js';
 
 export const SPARKPLUG_NAMESPACE = 'spBv1.0';
 

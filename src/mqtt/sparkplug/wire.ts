@@ -1,10 +1,12 @@
 // The edge node's own subset of the Sparkplug B payload codec (sparkplug_b.proto, the Sparkplug 3.0
 // specification's chapter "Payloads"): what src/mqtt/sparkplug/edge-node.ts publishes (scalar
 // metrics of the channel value types, bdSeq, Node Control/Rebirth) and reads (the scalar metrics of
-// an NCMD or DCMD). It writes the same bytes as payload.ts for the same metrics (fields in number
-// order, datatype on every metric, Int32 as its 32-bit two's complement in int_value) and reads what
-// payload.ts reads for a scalar metric; the full codec (payload.ts, DataSets, Templates, property
-// sets, arrays) is more than the daemon bundle has room for, and an edge node needs none of it.
+// an NCMD or DCMD). It writes the same bytes as a full codec does for the same metrics (fields in
+// number order, datatype on every metric, Int32 as its 32-bit two's complement in int_value) and
+// reads what a full codec reads for a scalar metric: test/mqtt/sparkplug-wire.test.ts holds it to
+// the reference codec of the tests (test/helpers/sparkplug-codec/) and to Eclipse Tahu's. DataSets,
+// Templates, property sets and arrays are more than the daemon bundle has room for, and an edge
+// node needs none of them.
 //
 // `seq` (Payload field 3) is not in an encoded payload: it is appended when the message is handed
 // to the broker (withSeq), so a message that waited in the outbox gets its sequence number in the
@@ -14,7 +16,7 @@ import { isUtf8 } from 'node:buffer';
 import type { TypedValue, ValueType } from '../../channels/types.js';
 import { DecodeError, Reader, Writer } from '../kura-payload.js';
 
-/** The datatype number (sparkplug_b.proto's DataType, datatypes.ts DATATYPES) a channel of each value type is born with. */
+/** The datatype number (sparkplug_b.proto's DataType) a channel of each value type is born with. */
 export const DATATYPE: Record<ValueType, number> = { INTEGER: 3, LONG: 4, FLOAT: 9, DOUBLE: 10, BOOLEAN: 11, STRING: 12, BYTE_ARRAY: 17 };
 const INT64 = 4;
 const BOOLEAN = 11;

@@ -1,3 +1,5 @@
+import { SparkplugError as DaemonSparkplugError } from '../../../src/mqtt/sparkplug/error.js';
+
 // Sparkplug B 3.0 data types (the `DataType` enum of sparkplug_b.proto, specification chapter
 // "Payloads", sections "Data Types" and "Datatype Details") and how gatewayd represents their values.
 //
@@ -135,18 +137,18 @@ export const INTEGER_RANGE: Partial<Record<SparkplugDataType, readonly [bigint, 
 };
 
 /**
- * The one error of the Sparkplug codec (payloads, topics, host state): `detail` says what is wrong,
- * `where` the path to it (outermost first, e.g. `metric 3 "temp"`, `properties`), `offset` the
- * byte of the payload where the offending message or field starts, when there is one.
+ * The one error of the codec: `detail` says what is wrong, `where` the path to it (outermost first,
+ * e.g. `metric 3 "temp"`, `properties`), `offset` the byte of the payload where the offending
+ * message or field starts, when there is one. A kind of the daemon's own (topics and host state
+ * throw that), so `instanceof` the daemon's holds for both.
  */
-export class SparkplugError extends Error {
+export class SparkplugError extends DaemonSparkplugError {
   constructor(
     readonly detail: string,
     readonly where: readonly string[] = [],
     readonly offset?: number,
   ) {
     super(`${where.length ? `${where.join(': ')}: ` : ''}${detail}${offset === undefined ? '' : ` (at byte ${offset})`}`);
-    this.name = 'SparkplugError';
   }
 
   /** The same error seen from an enclosing element (`label`), with `offset` if it had none. */

@@ -1,6 +1,10 @@
 // Sparkplug B `Payload` (sparkplug_b.proto of the Sparkplug 3.0 specification, chapter "Payloads",
 // proto2, package org.eclipse.tahu.protobuf), encoded and decoded by hand with the protobuf writer
-// and reader of the KuraPayload codec, so the daemon carries no protobuf runtime.
+// and reader of the KuraPayload codec. A test helper, not part of the daemon: the edge node ships
+// only its own subset (src/mqtt/sparkplug/wire.ts), and this full codec is the reference that
+// test/mqtt/sparkplug-wire.test.ts checks it against (same bytes written, same values read), beside
+// Eclipse Tahu's `sparkplug-payload` (test/helpers/tahu.ts); test/mqtt/sparkplug-payload*.test.ts
+// hold it to Tahu and to hand-made bytes.
 //
 //   Payload       timestamp 1 (uint64), metrics 2, seq 3 (uint64), uuid 4, body 5 (bytes)
 //   Metric        name 1, alias 2 (uint64), timestamp 3 (uint64), datatype 4 (uint32), is_historical 5,
@@ -31,7 +35,7 @@
 // and extensions are skipped, as protobuf does; where a oneof value field occurs twice, the last wins.
 
 import { isUtf8 } from 'node:buffer';
-import { DecodeError, Reader, Writer } from '../kura-payload.js';
+import { DecodeError, Reader, Writer } from '../../../src/mqtt/kura-payload.js';
 import { packArray, unpackArray } from './arrays.js';
 import {
   INTEGER_RANGE,
@@ -539,6 +543,36 @@ function readSlot(r: Reader, wire: number, slot: number): RawField {
 }
 
 /**
+ * The oneof value field of a Metric (10 … 18), PropertyValue (3 … 10), Template.Parameter (3 … 8)
+ * or DataSetValue (1 … 6), the four messages whose value fields come in the same order (SLOT): the
+ * last one read (protobuf's oneof rule), its slot and the byte where it starts. One reader for all
+ * four, so their value fields cannot come to be read differently.
+ */
+class ValueField {
+  slot = -1;
+  raw: RawField = 0;
+  at = 0;
+  constructor(
+    readonly first: number,
+    readonly last: number,
+  ) {}
+
+  /** Reads field `field` if it is one of the value fields (true), else leaves it (false). */
+  read(r: Reader, field: number, wire: number, at: number): boolean {
+    if (field < this.first || field > this.last) return false;
+    this.slot = field - this.first;
+    this.raw = readSlot(r, wire, this.slot);
+    this.at = at;
+    return true;
+  }
+
+  /** A basic value of `type` (null when the message has no value field), checked against its field. */
+  scalar(type: BasicDataType | 'UUID', st: DecodeState): BasicValue | null {
+    return this.slot < 0 ? null : scalarValue(type, this.slot, this.raw, st);
+  }
+}
+
+/**
  * An integer of a type up to 32 bits from int_value (or long_value, where some encoders put it),
  * exact: Int8 and Int16 are accepted sign-extended to 32 (or 64) bits, as Tahu writes them, or in
  * their own width (0xFF is Int8 -1); anything outside the type's range is refused.
@@ -645,10 +679,8 @@ function readPropertyValue(buf: Buffer, st: DecodeState, label: string): Sparkpl
   const r = new Reader(buf);
   let typeCode: number | undefined;
   let isNull = false;
-  let slot = -1;
-  let raw: RawField = 0;
+  const v = new ValueField(3, 10);
   let at = 0;
-  let rawAt = 0;
   try {
     while (!r.done) {
       at = r.pos;
@@ -659,24 +691,20 @@ function readPropertyValue(buf: Buffer, st: DecodeState, label: string): Sparkpl
       } else if (field === 2) {
         r.expect(wire, WIRE_VARINT, 'is_null');
         isNull = r.varint() !== 0n;
-      } else if (field >= 3 && field <= 10) {
-        slot = field - 3;
-        raw = readSlot(r, wire, slot);
-        rawAt = at;
-      } else r.skip(wire);
+      } else if (!v.read(r, field, wire, at)) r.skip(wire);
     }
     at = 0;
     const type = typeCode === undefined ? undefined : datatypeOfCode(typeCode);
     if (type === undefined || !isPropertyType(type)) return fail(typeCode === undefined ? 'a property value without a type' : `property type ${typeCode} is not a basic type, PropertySet or PropertySetList`);
-    if (isNull || slot < 0) return { type, value: null } as SparkplugPropertyValue;
-    at = rawAt;
+    if (isNull || v.slot < 0) return { type, value: null } as SparkplugPropertyValue;
+    at = v.at;
     if (type === 'PropertySet' || type === 'PropertySetList') {
       const want = slotOf(type);
-      if (slot !== want) fail(`${type} value in ${SLOT_FIELD[slot] ?? 'the other property set field'}`);
-      if (type === 'PropertySet') return { type, value: readPropertySet(raw as Buffer, st) };
-      return { type, value: readPropertySetList(raw as Buffer, st) };
+      if (v.slot !== want) fail(`${type} value in ${SLOT_FIELD[v.slot] ?? 'the other property set field'}`);
+      if (type === 'PropertySet') return { type, value: readPropertySet(v.raw as Buffer, st) };
+      return { type, value: readPropertySetList(v.raw as Buffer, st) };
     }
-    return { type, value: scalarValue(type, slot, raw, st) } as SparkplugPropertyValue;
+    return { type, value: v.scalar(type, st) } as SparkplugPropertyValue;
   } catch (err) {
     throw located(err, st, r, at, label);
   }
@@ -801,19 +829,15 @@ function readRow(buf: Buffer, types: BasicDataType[], st: DecodeState, index: nu
 
 function readCell(buf: Buffer, type: BasicDataType, st: DecodeState, column: number): BasicValue | null {
   const r = new Reader(buf);
-  let slot = -1;
-  let raw: RawField = 0;
+  const v = new ValueField(1, 6);
   let at = 0;
   try {
     while (!r.done) {
       at = r.pos;
       const { field, wire } = r.tag();
-      if (field >= 1 && field <= 6) {
-        slot = field - 1;
-        raw = readSlot(r, wire, slot);
-      } else r.skip(wire);
+      if (!v.read(r, field, wire, at)) r.skip(wire);
     }
-    return slot < 0 ? null : scalarValue(type, slot, raw, st);
+    return v.scalar(type, st);
   } catch (err) {
     throw located(err, st, r, at, `column ${column}`);
   }
@@ -867,10 +891,8 @@ function readParameter(buf: Buffer, st: DecodeState, index: number): SparkplugTe
   const r = new Reader(buf);
   let name: string | undefined;
   let typeCode: number | undefined;
-  let slot = -1;
-  let raw: RawField = 0;
+  const v = new ValueField(3, 8);
   let at = 0;
-  let rawAt = 0;
   try {
     while (!r.done) {
       at = r.pos;
@@ -881,18 +903,14 @@ function readParameter(buf: Buffer, st: DecodeState, index: number): SparkplugTe
       } else if (field === 2) {
         r.expect(wire, WIRE_VARINT, 'type');
         typeCode = Number(r.varint() & 0xffffffffn);
-      } else if (field >= 3 && field <= 8) {
-        slot = field - 3;
-        raw = readSlot(r, wire, slot);
-        rawAt = at;
-      } else r.skip(wire);
+      } else if (!v.read(r, field, wire, at)) r.skip(wire);
     }
     at = 0;
     if (name === undefined) fail('a template parameter without a name');
     const type = typeCode === undefined ? undefined : datatypeOfCode(typeCode);
     if (type === undefined || !isBasic(type)) return fail(typeCode === undefined ? 'a template parameter without a type' : `parameter type ${typeCode} is not a basic type`);
-    at = rawAt;
-    return { name, type, value: slot < 0 ? null : scalarValue(type, slot, raw, st) } as SparkplugTemplateParameter;
+    at = v.at;
+    return { name, type, value: v.scalar(type, st) } as SparkplugTemplateParameter;
   } catch (err) {
     throw located(err, st, r, at, `parameter ${index}${name === undefined ? '' : ` ${shown(name)}`}`);
   }
@@ -929,10 +947,8 @@ function readMetric(buf: Buffer, st: DecodeState, label: string, top: boolean): 
   const m: MetricFields = {};
   let typeCode: number | undefined;
   let isNull = false;
-  let slot = -1;
-  let raw: RawField = 0;
+  const v = new ValueField(10, 18);
   let at = 0;
-  let rawAt = 0;
   try {
     while (!r.done) {
       at = r.pos;
@@ -957,11 +973,7 @@ function readMetric(buf: Buffer, st: DecodeState, label: string, top: boolean): 
           break;
         }
         default:
-          if (field >= 10 && field <= 18) {
-            slot = field - 10;
-            raw = readSlot(r, wire, slot);
-            rawAt = at;
-          } else r.skip(wire); // extension_value (19) and unknown fields
+          if (!v.read(r, field, wire, at)) r.skip(wire); // extension_value (19) and unknown fields
       }
     }
     at = 0;
@@ -976,8 +988,8 @@ function readMetric(buf: Buffer, st: DecodeState, label: string, top: boolean): 
       if (t === 'PropertySet' || t === 'PropertySetList') fail(`datatype ${t} is for property values, not metrics`);
       datatype = t as MetricDataType;
     }
-    at = rawAt;
-    const value = isNull || slot < 0 ? null : metricValue(datatype, slot, raw, st);
+    at = v.at;
+    const value = isNull || v.slot < 0 ? null : metricValue(datatype, v.slot, v.raw, st);
     return Object.assign(m, { datatype, value }) as SparkplugMetric;
   } catch (err) {
     throw located(err, st, r, at, metricLabel(label, m.name, m.alias));

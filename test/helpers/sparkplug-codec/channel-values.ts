@@ -1,4 +1,7 @@
-// gatewayd's channel values as Sparkplug metrics, and a Sparkplug command as the write it asks for.
+// gatewayd's channel values as Sparkplug metrics, and a Sparkplug command as the write it asks for,
+// on the full codec's metrics (payload.ts here): the independent reference that
+// test/mqtt/sparkplug-wire.test.ts holds the daemon's own mapping (src/mqtt/sparkplug/wire.ts
+// commandWriteText, DATATYPE) to. Not part of the daemon.
 //
 // A channel's value type has one datatype (BOOLEAN Boolean, INTEGER Int32, LONG Int64, FLOAT Float,
 // DOUBLE Double, STRING String, BYTE_ARRAY Bytes), and the two value representations are the same
@@ -14,7 +17,7 @@
 // REST. What no channel can hold (null, DataSet, Template, arrays, a metric without datatype) is
 // refused here.
 
-import type { TypedValue, ValueType } from '../../channels/types.js';
+import type { TypedValue, ValueType } from '../../../src/channels/types.js';
 import type { SparkplugDataType } from './datatypes.js';
 import type { MetricDataType, SparkplugMetric } from './payload.js';
 
