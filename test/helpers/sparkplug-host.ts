@@ -1,8 +1,7 @@
-// A Sparkplug host application for the tests of several edge nodes (docs/mqtt.md "Sparkplug B"):
-// every spBv1.0/<group>/# message on a real broker decoded by Eclipse Tahu's `sparkplug-payload`
+// A Sparkplug host application for the edge node tests (docs/mqtt.md "Sparkplug B"): every
+// spBv1.0/<group>/# message on a real broker decoded by Eclipse Tahu's `sparkplug-payload`
 // (test/helpers/tahu.ts), aliases learnt from the births per edge node and device, commands
-// encoded by Tahu. The same host as test/mqtt/sparkplug-edge-node.test.ts's, with the edge node
-// named in each message and command.
+// encoded by Tahu; the edge node is named in each message and command.
 
 import { MqttClient } from '../../src/mqtt/client.js';
 import type { SparkplugMetric, SparkplugPayload } from './sparkplug-codec/payload.js';
@@ -55,6 +54,12 @@ export class SparkplugHost {
   valueOf(m: SpSeen, name: string): unknown {
     const names = this.names.get(`${m.node}/${m.device ?? ''}`);
     return m.p.metrics.find((x) => (x.name ?? names?.get(x.alias!)) === name)?.value;
+  }
+
+  /** The alias a metric was born with (device '' for the node's own). */
+  alias(node: string, device: string, name: string): bigint {
+    for (const [a, n] of this.names.get(`${node}/${device}`) ?? []) if (n === name) return a;
+    throw new Error(`no alias for ${node}/${device}/${name}`);
   }
 
   dcmd(node: string, device: string, metrics: SparkplugMetric[]): Promise<void> {
