@@ -227,6 +227,16 @@ export function validateMqttConnections(raw: unknown, keyPath = 'mqtt'): { conne
     if (other) problem(problems, `${c.keyPath}.client-id`, `connection "${other}" uses the same broker and client id: the broker would disconnect one for the other`);
     else seen.set(key, c.name);
   }
+  // Two edge nodes of one id in one group on one broker: one's NDEATH would end the other's session
+  // for every host (Sparkplug 3.0: the edge node id is unique in its group). The id defaults to the client id.
+  const nodes = new Map<string, string>();
+  for (const c of connections) {
+    if (!c.config.enabled || c.config.type !== 'sparkplug') continue;
+    const key = `${brokerKey(c.config['broker-url'])} ${c.config['sparkplug.group.id']}/${c.config['sparkplug.edge.node.id'] || c.config['client-id']}`;
+    const other = nodes.get(key);
+    if (other) problem(problems, `${c.keyPath}.sparkplug.edge.node.id`, `connection "${other}" is the same edge node of the same group on the same broker: set another sparkplug.edge.node.id`);
+    else nodes.set(key, c.name);
+  }
   return { connections, problems };
 }
 

@@ -43,10 +43,13 @@ export interface ConnectionParts {
 export type ConnectionFactory = (parts: ConnectionParts) => MqttConnection;
 export type ConnectionFactories = Partial<Record<ConnectionType, ConnectionFactory>>;
 
-/** The poll cycles of the assets `accepts` takes; the configurations of all. */
-function assetView(assets: Pick<AssetService, 'get' | 'onPoll' | 'write'>, accepts: (pid: string) => boolean): Pick<AssetService, 'get' | 'onPoll' | 'write'> {
+/**
+ * The poll cycles of the assets `accepts` takes; the configurations of all, or with `only` of
+ * those it takes too (an edge node's devices: a DCMD for another asset finds no asset).
+ */
+function assetView(assets: Pick<AssetService, 'get' | 'onPoll' | 'write'>, accepts: (pid: string) => boolean, only = false): Pick<AssetService, 'get' | 'onPoll' | 'write'> {
   return {
-    get: (pid) => assets.get(pid),
+    get: (pid) => (!only || accepts(pid) ? assets.get(pid) : undefined),
     write: (pid, items) => assets.write(pid, items),
     onPoll: (listener) => assets.onPoll((pid, records) => {
       if (accepts(pid)) listener(pid, records);
@@ -97,7 +100,8 @@ export const sparkplugConnection: ConnectionFactory = (p) => {
   const log = p.name === DEFAULT_CONNECTION ? p.log.child({ component: 'mqtt' }) : p.log.child({ component: 'mqtt', connection: p.name });
   const outbox = new TelemetryOutbox({ dir: path.join(p.dataDir, outboxDirName(p.name)), maxMessages: c['outbox.max.messages'], maxBytes: c['outbox.max.bytes'], log });
   const accepts = assetFilter(() => (node.settings as MqttConnectionConfig)['telemetry.assets'] ?? '*');
-  const assets = assetView(p.assets, accepts);
+  // Its devices are only the assets it takes: a DCMD for another is refused, not written.
+  const assets = assetView(p.assets, accepts, true);
   const telemetry = new Telemetry({ assets, log: p.log, publish: (pid, records) => node.publishTelemetry(pid, records) });
   const node: SparkplugEdgeNode = new SparkplugEdgeNode({ name: p.name, keyPath: p.keyPath, config: c, outbox, telemetry, assets, client: p.client, log: p.log, dataDir: p.dataDir, readTls: p.readTls, tuning: p.tuning });
   return node;

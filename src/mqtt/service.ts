@@ -475,6 +475,12 @@ export class MqttService implements MqttConnection {
     while (handed.size < WINDOW) {
       const m = outbox.take();
       if (!m) return;
+      // A Sparkplug edge node's DDATA, held in this outbox before the connection's type became kura
+      // (docs/mqtt.md "Sparkplug B": dropped, not sent); `spBv1.0` is Sparkplug's namespace only.
+      if (m.topic.startsWith('spBv1.0/')) {
+        outbox.ack(m.seq);
+        continue;
+      }
       handed.add(m.seq);
       const seq = m.seq;
       client.publish(m.topic, m.payload, { qos: m.qos }).then(

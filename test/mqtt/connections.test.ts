@@ -65,6 +65,16 @@ t.test('the connections form: each entry is a connection, problems name it', asy
       { connections: { a: { enabled: true, 'broker-url': 'tcp://Broker:1883', 'client-id': 'gw' }, b: { enabled: true, 'broker-url': 'mqtt://broker/', 'client-id': 'gw' } } },
       ['mqtt.connections.b.client-id: connection "a" uses the same broker and client id: the broker would disconnect one for the other'],
     ],
+    [
+      'one Sparkplug edge node id of one group twice on one broker',
+      { connections: { a: { enabled: true, type: 'sparkplug', 'sparkplug.group.id': 'G', 'client-id': 'gw1', 'sparkplug.edge.node.id': 'n' }, b: { enabled: true, type: 'sparkplug', 'sparkplug.group.id': 'G', 'client-id': 'gw2', 'sparkplug.edge.node.id': 'n' } } },
+      ['mqtt.connections.b.sparkplug.edge.node.id: connection "a" is the same edge node of the same group on the same broker: set another sparkplug.edge.node.id'],
+    ],
+    [
+      'an edge node id that is another edge node\'s client id (the default id)',
+      { connections: { a: { enabled: true, type: 'sparkplug', 'sparkplug.group.id': 'G', 'client-id': 'n' }, b: { enabled: true, type: 'sparkplug', 'sparkplug.group.id': 'G', 'client-id': 'gw2', 'sparkplug.edge.node.id': 'n' } } },
+      ['mqtt.connections.b.sparkplug.edge.node.id: connection "a" is the same edge node of the same group on the same broker: set another sparkplug.edge.node.id'],
+    ],
   ];
   for (const [what, raw, want] of table) t.same(errors(raw), want, what);
 
@@ -74,6 +84,8 @@ t.test('the connections form: each entry is a connection, problems name it', asy
     ['another port', { connections: { a: { enabled: true, 'broker-url': 'mqtt://b:1883' }, b: { enabled: true, 'broker-url': 'mqtt://b:1884' } } }],
     ['mqtt and mqtts', { connections: { a: { enabled: true, 'broker-url': 'mqtt://b' }, b: { enabled: true, 'broker-url': 'mqtts://b' } } }],
     ['one disabled', { connections: { a: { enabled: true }, b: { enabled: false } } }],
+    ['one edge node id in two groups', { connections: { a: { enabled: true, type: 'sparkplug', 'sparkplug.group.id': 'G1', 'client-id': 'gw1', 'sparkplug.edge.node.id': 'n' }, b: { enabled: true, type: 'sparkplug', 'sparkplug.group.id': 'G2', 'client-id': 'gw2', 'sparkplug.edge.node.id': 'n' } } }],
+    ['a Kura connection whose client id is an edge node id', { connections: { a: { enabled: true, type: 'sparkplug', 'sparkplug.group.id': 'G', 'client-id': 'gw1', 'sparkplug.edge.node.id': 'n' }, b: { enabled: true, 'client-id': 'n' } } }],
     ['no connection at all', { connections: {} }],
     ['names of every allowed character', { connections: { 'A-z_09': {} } }],
   ];

@@ -1,6 +1,6 @@
 // The Sparkplug B edge node (docs/mqtt.md "Sparkplug B") of the real, built daemon on a real
-// Mosquitto, watched by a host application of the test's own that decodes every message with
-// Eclipse Tahu's `sparkplug-payload` (test/helpers/tahu.ts) and sends commands encoded by it:
+// Mosquitto, watched by a host application (test/helpers/sparkplug-host.ts) that decodes every
+// message with Eclipse Tahu's `sparkplug-payload` (test/helpers/tahu.ts) and sends commands encoded by it:
 // NBIRTH and DBIRTH contents and datatypes, seq continuity over every message and its wrap after
 // 255, bdSeq in NBIRTH, in the will the broker publishes after kill -9 and after a restart, DDATA
 // on change, DDEATH when a pymodbus device stops and DBIRTH when it answers again, assets added
@@ -16,92 +16,15 @@ import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
-import { tahuDecode, tahuEncode } from '../helpers/tahu.js';
-import { MqttClient } from '../../src/mqtt/client.js';
-import type { SparkplugMetric, SparkplugPayload } from '../helpers/sparkplug-codec/payload.js';
-import { silentLogger } from '../../src/log.js';
+import { SparkplugHost, seqProblems, spMetric } from '../helpers/sparkplug-host.js';
+import type { SparkplugMetric } from '../helpers/sparkplug-codec/payload.js';
 
 t.setTimeout(120_000);
 
 const G = 'G1';
 const NODE = 'node1';
 
-interface Seen {
-  topic: string;
-  type: string;
-  device?: string;
-  p: SparkplugPayload;
-}
-
-/** A host application: every spBv1.0/G1/# message decoded by Tahu, aliases learnt from the births. */
-class Host {
-  readonly seen: Seen[] = [];
-  readonly client: MqttClient;
-  /** device ('' for the node) → alias → metric name, from its last birth. */
-  readonly names = new Map<string, Map<bigint, string>>();
-
-  constructor(url: string, id: string) {
-    this.client = new MqttClient({ url, clientId: id, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-    this.client.on('message', (topic: string, payload: Buffer) => {
-      const [, , type = '', , device] = topic.split('/');
-      const p = tahuDecode(payload);
-      if (type === 'NBIRTH' || type === 'DBIRTH') this.names.set(device ?? '', new Map(p.metrics.map((m) => [m.alias!, m.name!])));
-      this.seen.push({ topic, type, device, p });
-    });
-  }
-
-  async start(): Promise<void> {
-    this.client.start();
-    await until(() => this.client.isConnected, 8000, 'host connected');
-    await this.client.subscribe(`spBv1.0/${G}/#`, 1);
-  }
-
-  /** The first message from index `from` on that `pred` accepts. */
-  async next(pred: (m: Seen) => boolean, from = 0, what = 'message', ms = 8000): Promise<Seen> {
-    let hit: Seen | undefined;
-    await until(() => (hit = this.seen.slice(from).find(pred)) !== undefined, ms, what);
-    return hit!;
-  }
-
-  /** A metric's value in a DDATA / DBIRTH, by name (aliases resolved with the device's birth). */
-  valueOf(m: Seen, name: string): unknown {
-    const names = this.names.get(m.device ?? '');
-    return m.p.metrics.find((x) => (x.name ?? names?.get(x.alias!)) === name)?.value;
-  }
-
-  alias(device: string, name: string): bigint {
-    for (const [a, n] of this.names.get(device) ?? []) if (n === name) return a;
-    throw new Error(`no alias for ${device}/${name}`);
-  }
-
-  dcmd(device: string, metrics: SparkplugMetric[]): Promise<void> {
-    return this.client.publish(`spBv1.0/${G}/DCMD/${NODE}/${device}`, tahuEncode({ timestamp: BigInt(Date.now()), metrics }), { qos: 0 });
-  }
-
-  ncmd(metrics: SparkplugMetric[]): Promise<void> {
-    return this.client.publish(`spBv1.0/${G}/NCMD/${NODE}`, tahuEncode({ timestamp: BigInt(Date.now()), metrics }), { qos: 0 });
-  }
-}
-
-/** seq: 0 in each NBIRTH, then one more (mod 256) in every message of the session but NDEATH. */
-function seqProblems(seen: Seen[]): string[] {
-  const out: string[] = [];
-  let prev: bigint | undefined;
-  for (const [i, m] of seen.entries()) {
-    if (m.type === 'NDEATH') {
-      if (m.p.seq !== undefined) out.push(`${i} NDEATH has seq ${m.p.seq}`);
-      prev = undefined;
-      continue;
-    }
-    if (m.type.endsWith('CMD')) continue;
-    const want = m.type === 'NBIRTH' ? 0n : prev === undefined ? undefined : (prev + 1n) % 256n;
-    if (want !== undefined && m.p.seq !== want) out.push(`${i} ${m.type} ${m.device ?? ''}: seq ${m.p.seq}, expected ${want}`);
-    prev = m.p.seq;
-  }
-  return out;
-}
-
-const metric = (m: { name?: string; alias?: bigint; datatype: string; value: unknown }): SparkplugMetric => m as unknown as SparkplugMetric;
+const metric = spMetric;
 
 t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across restarts', mosquittoSkip(), async (t) => {
   if (!havePeers(t, 'pymodbus')) return;
@@ -109,7 +32,7 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   t.teardown(() => broker.close());
   const dev = await startPyModbusTcp(t);
   await dev.set(1, 'hr', 0, [7]);
-  const host = new Host(broker.url, 'host');
+  const host = new SparkplugHost(broker.url, 'host', G);
   await host.start();
   t.teardown(() => host.client.end());
 
@@ -187,8 +110,8 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   ];
   for (const [name, datatype, value] of writes) {
     from = host.seen.length;
-    const m = name === 's' ? metric({ name, datatype, value }) : metric({ alias: host.alias('types', name), datatype, value });
-    await host.dcmd('types', [m]);
+    const m = name === 's' ? metric({ name, datatype, value }) : metric({ alias: host.alias(NODE, 'types', name), datatype, value });
+    await host.dcmd(NODE, 'types', [m]);
     const want = datatype === 'Int16' ? value : value;
     await host.next((x) => x.type === 'DDATA' && x.device === 'types' && JSON.stringify(String(host.valueOf(x, name))) === JSON.stringify(String(want)), from, `DDATA ${name}`);
     t.pass(`DCMD ${datatype} ${String(value)} written to ${name}`);
@@ -197,15 +120,15 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   // Refused: one past a LONG's maximum, UInt64's maximum, a READ channel, an unknown alias; a
   // command with one refused metric writes nothing; the host gets the current value back.
   for (const [label, metrics] of [
-    ['UInt64 2^63', [metric({ alias: host.alias('types', 'l'), datatype: 'UInt64', value: 9223372036854775808n })]],
-    ['UInt64 max', [metric({ alias: host.alias('types', 'l'), datatype: 'UInt64', value: 18446744073709551615n })]],
+    ['UInt64 2^63', [metric({ alias: host.alias(NODE, 'types', 'l'), datatype: 'UInt64', value: 9223372036854775808n })]],
+    ['UInt64 max', [metric({ alias: host.alias(NODE, 'types', 'l'), datatype: 'UInt64', value: 18446744073709551615n })]],
     ['a READ channel beside a writable one', [metric({ name: 'i', datatype: 'Int32', value: 77 }), metric({ name: 'ro', datatype: 'Int32', value: 4 })]],
     ['an unknown alias', [metric({ alias: 9999n, datatype: 'Int32', value: 4 })]],
     ['one of two', [metric({ name: 'i', datatype: 'Int32', value: 77 }), metric({ name: 'l', datatype: 'Double', value: Number.NaN })]],
   ] as [string, SparkplugMetric[]][]) {
     from = host.seen.length;
     const logged = d.logs.length;
-    await host.dcmd('types', metrics);
+    await host.dcmd(NODE, 'types', metrics);
     await until(() => d.logs.slice(logged).some((l) => l.includes('sparkplug DCMD refused')), 8000, `refusal of ${label} logged`);
     t.pass(`${label} refused and logged`);
   }
@@ -220,9 +143,9 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   const logged = d.logs.length;
   from = host.seen.length;
   await host.client.publish(`spBv1.0/${G}/NCMD/${NODE}`, Buffer.from('ffffffffffffffffffffff', 'hex'), { qos: 0 });
-  await host.ncmd([metric({ name: 'Node Control/Reboot', datatype: 'Boolean', value: true })]);
+  await host.ncmd(NODE, [metric({ name: 'Node Control/Reboot', datatype: 'Boolean', value: true })]);
   await host.client.publish(`spBv1.0/${G}/DCMD/${NODE}/types`, Buffer.from('1205', 'hex'), { qos: 0 });
-  await host.dcmd('nosuch', [metric({ name: 'x', datatype: 'Int32', value: 1 })]);
+  await host.dcmd(NODE, 'nosuch', [metric({ name: 'x', datatype: 'Int32', value: 1 })]);
   await until(() => d.logs.slice(logged).filter((l) => l.includes('sparkplug message refused')).length >= 4, 8000, 'four refusals logged');
   t.notOk(host.seen.slice(from).some((m) => m.type === 'NBIRTH' || m.type === 'DDATA'), 'nothing published for them');
 
@@ -239,7 +162,7 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
 
   // Rebirth: NBIRTH (seq 0, the same bdSeq) and every DBIRTH again.
   from = host.seen.length;
-  await host.ncmd([metric({ name: 'Node Control/Rebirth', datatype: 'Boolean', value: true })]);
+  await host.ncmd(NODE, [metric({ name: 'Node Control/Rebirth', datatype: 'Boolean', value: true })]);
   const reborn = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after Rebirth');
   t.equal(reborn.p.seq, 0n);
   t.equal(reborn.p.metrics.find((m) => m.name === 'bdSeq')?.value, 0n, 'same bdSeq');
@@ -247,7 +170,7 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   await host.next((m) => m.type === 'DBIRTH' && m.device === 'plc', from, 'DBIRTH plc again');
   // By alias too.
   from = host.seen.length;
-  await host.ncmd([metric({ alias: host.alias('', 'Node Control/Rebirth'), datatype: 'Boolean', value: true })]);
+  await host.ncmd(NODE, [metric({ alias: host.alias(NODE, '', 'Node Control/Rebirth'), datatype: 'Boolean', value: true })]);
   await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH after Rebirth by alias');
 
   // Assets added and removed at run time (SIGHUP): DBIRTH of the new one at its first poll, DDEATH of the removed one.
@@ -281,13 +204,13 @@ t.test('a Sparkplug edge node: births, data, deaths, commands, bdSeq across rest
   const death2 = await host.next((m) => m.type === 'NDEATH', from, 'NDEATH at stop');
   t.equal(death2.p.metrics.find((m) => m.name === 'bdSeq')?.value, 1n);
 
-  t.same(seqProblems(host.seen), [], 'seq continuous over every message');
+  t.same(seqProblems(host.seen, NODE), [], 'seq continuous over every message');
 });
 
 t.test('a primary host: nothing born while it is offline, then NBIRTH first and the held data in order', mosquittoSkip(), async (t) => {
   const broker = await startMosquitto();
   t.teardown(() => broker.close());
-  const host = new Host(broker.url, 'scada');
+  const host = new SparkplugHost(broker.url, 'scada', G);
   await host.start();
   t.teardown(() => host.client.end());
   const state = (online: boolean, timestamp: number) => host.client.publish('spBv1.0/STATE/scada', Buffer.from(JSON.stringify({ online, timestamp })), { qos: 1, retain: true });
@@ -346,7 +269,7 @@ t.test('a primary host: nothing born while it is offline, then NBIRTH first and 
   await state(true, 4000);
   const nb2 = await host.next((m) => m.type === 'NBIRTH', from, 'NBIRTH when the host is back');
   t.equal(nb2.p.metrics.find((m) => m.name === 'bdSeq')?.value, 1n, 'a new session: bdSeq 1');
-  t.same(seqProblems(host.seen), [], 'seq continuous');
+  t.same(seqProblems(host.seen, NODE), [], 'seq continuous');
 
   // Another primary host (SIGHUP): its STATE is not compared with the previous host's timestamps;
   // an online one older than the last of 'scada' still lets the node be born.
