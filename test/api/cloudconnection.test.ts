@@ -10,6 +10,7 @@ import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
 import { silentLogger } from '../../src/log.js';
+import { waitFor } from '../helpers/broker-watch.js';
 
 t.setTimeout(90_000);
 
@@ -18,14 +19,6 @@ const ADMIN = basic('admin', 'Adm1n-Secret!');
 const OPS = basic('ops', '0ps-Secret!x');
 const VIEWER = basic('viewer', 'V1ewer-Secret!');
 const BASE = '/services/cloudconnection/v1';
-
-async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 t.test('cloudconnection/v1: list, disconnect, connect, 404, 403', mosquittoSkip(), async (t) => {
   const a = await startMosquitto();

@@ -15,9 +15,8 @@ import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { Requester, until } from '../helpers/mqtt-fixture.js';
-import { MqttClient } from '../../src/mqtt/client.js';
 import { decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
-import { silentLogger } from '../../src/log.js';
+import { type Got, listen, waitFor } from '../helpers/broker-watch.js';
 
 t.setTimeout(120_000);
 
@@ -26,31 +25,6 @@ const CLOUD = 'org.eclipse.kura.cloud.CloudService';
 const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
 const S = (value: string) => ({ type: 'STRING', value });
 const B = (value: boolean) => ({ type: 'BOOLEAN', value });
-
-interface Got {
-  topic: string;
-  payload: Buffer;
-}
-
-async function listen(t: { teardown(fn: () => unknown): void }, url: string, clientId: string): Promise<Got[]> {
-  const got: Got[] = [];
-  const c = new MqttClient({ url, clientId, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  c.on('message', (topic: string, payload: Buffer) => got.push({ topic, payload }));
-  c.start();
-  t.teardown(() => c.end());
-  await until(() => c.isConnected, 5000, `${clientId} connected`);
-  await c.subscribe('#', 1);
-  await c.subscribe('$EDC/#', 1); // `#` does not match `$` topics (MQTT 3.1.1 §4.7.2)
-  return got;
-}
-
-async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const appIds = (m: Got) => String((decodeKuraPayload(m.payload) as any).value.metrics.find((x: any) => x.name === 'application_ids').value).split(',');
 
@@ -72,8 +46,8 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
     // Requests over the default connection run with rest.configuration, not kura.admin.
     mqtt: { enabled: true, 'broker-url': cloud.url, 'client-id': 'gw-cloud', 'keep-alive': 5, 'requester.permissions': ['rest.configuration'] },
   };
-  const cloudGot = await listen(t, cloud.url, 'cloud-sub');
-  const plantGot = await listen(t, plant.url, 'plant-sub');
+  const cloudGot = await listen(t, cloud.url, '#', 'cloud-sub');
+  const plantGot = await listen(t, plant.url, '#', 'plant-sub');
   let d: Daemon = await startDaemon(t, config, { dir });
   const clients = () => ({ admin: basic(d, 'admin', 'Adm1n-Secret!'), conf: basic(d, 'conf', 'C0nf-Secret!x') });
   let { admin, conf } = clients();
@@ -229,7 +203,7 @@ t.test('connections made and removed at run time', mosquittoSkip(), async (t) =>
 
   // Created once more with its broker back: what the outbox kept is delivered.
   await plant.start();
-  const plantAfter = await listen(t, plant.url, 'plant-sub2');
+  const plantAfter = await listen(t, plant.url, '#', 'plant-sub2');
   t.equal((await create(admin, local)).status, 200);
   const stamp = (m: Got) => Number((decodeKuraPayload(m.payload) as any).value.metrics.find((x: any) => /_timestamp$/.test(x.name))?.value ?? 0);
   await until(() => plantAfter.filter((m) => m.topic === 'account/gw-local/assets/pump' && stamp(m) < deletedAt).length >= kept, 15_000, 'the kept messages delivered');

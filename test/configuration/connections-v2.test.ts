@@ -8,6 +8,7 @@ import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
+import { waitFor } from '../helpers/broker-watch.js';
 
 t.setTimeout(60_000);
 
@@ -15,14 +16,6 @@ const C = '/services/configuration/v2';
 const CLOUD = 'org.eclipse.kura.cloud.CloudService';
 const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
 const S = (value: string) => ({ type: 'STRING', value });
-
-async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 t.test('connections as components: list, read, update one, reserved keys, the password stays with its broker', mosquittoSkip(), async (t) => {
   const broker = await startMosquitto();

@@ -12,38 +12,10 @@ import path from 'node:path';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
-import { MqttClient } from '../../src/mqtt/client.js';
 import { decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
-import { silentLogger } from '../../src/log.js';
+import { type Got, listen, waitFor } from '../helpers/broker-watch.js';
 
 t.setTimeout(120_000);
-
-interface Got {
-  topic: string;
-  payload: Buffer;
-}
-
-async function listen(t: { teardown(fn: () => unknown): void }, url: string, filter: string, clientId: string): Promise<Got[]> {
-  const got: Got[] = [];
-  const c = new MqttClient({ url, clientId, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  c.on('message', (topic: string, payload: Buffer) => got.push({ topic, payload }));
-  c.start();
-  t.teardown(() => c.end());
-  await until(() => c.isConnected, 5000, `${clientId} connected`);
-  await c.subscribe(filter, 1);
-  // `#` does not match topics that begin with `$` (MQTT 3.1.1 §4.7.2): the life-cycle messages.
-  if (filter === '#') await c.subscribe('$EDC/#', 1);
-  return got;
-}
-
-/** `until` for a condition that asks the daemon. */
-async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const admin = { authorization: `Basic ${Buffer.from('admin:Adm1n-Secret!').toString('base64')}` };
 const counter = { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' };

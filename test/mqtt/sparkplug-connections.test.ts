@@ -18,9 +18,8 @@ import { basic } from '../helpers/session-client.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
 import { SparkplugHost, bdSeqOf, seqProblems, spMetric } from '../helpers/sparkplug-host.js';
-import { MqttClient } from '../../src/mqtt/client.js';
 import { decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
-import { silentLogger } from '../../src/log.js';
+import { type Got, listen, waitFor } from '../helpers/broker-watch.js';
 
 t.setTimeout(150_000);
 
@@ -30,32 +29,6 @@ const identities = { admin: { password: 'Adm1n-Secret!', passwordChangeNeeded: f
 const rest = { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 };
 const mem = (initial: number) => ({ type: 'READ_WRITE', 'value.type': 'INTEGER', simulation: 'memory', initial });
 const counter = { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' };
-
-interface Got {
-  topic: string;
-  payload: Buffer;
-}
-
-/** Every message on a broker, `$EDC/#` too (`#` does not match `$` topics, MQTT 3.1.1 §4.7.2). */
-async function listen(t: { teardown(fn: () => unknown): void }, url: string, clientId: string): Promise<Got[]> {
-  const got: Got[] = [];
-  const c = new MqttClient({ url, clientId, keepAlive: 30, clean: true, reconnectMin: 50, reconnectMax: 300, log: silentLogger });
-  c.on('message', (topic: string, payload: Buffer) => got.push({ topic, payload }));
-  c.start();
-  t.teardown(() => c.end());
-  await until(() => c.isConnected, 5000, `${clientId} connected`);
-  await c.subscribe('#', 1);
-  await c.subscribe('$EDC/#', 1);
-  return got;
-}
-
-async function waitFor(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -86,8 +59,8 @@ t.test('a Sparkplug connection beside the Kura default: births, commands, bdSeq,
       },
     },
   };
-  const cloudGot = await listen(t, cloud.url, 'cloud-sub');
-  const plantGot = await listen(t, plant.url, 'plant-sub');
+  const cloudGot = await listen(t, cloud.url, '#', 'cloud-sub');
+  const plantGot = await listen(t, plant.url, '#', 'plant-sub');
   const host = new SparkplugHost(plant.url, 'host', G);
   await host.start();
   t.teardown(() => host.client.end());
@@ -235,7 +208,7 @@ t.test('Sparkplug connections created and deleted through configuration/v2; two 
   const host = new SparkplugHost(broker.url, 'host', G);
   await host.start();
   t.teardown(() => host.client.end());
-  const got = await listen(t, broker.url, 'sub');
+  const got = await listen(t, broker.url, '#', 'sub');
   const d = await startDaemon(t, {
     rest,
     identities,
@@ -334,7 +307,7 @@ t.test('Sparkplug connections created and deleted through configuration/v2; two 
 t.test('held DDATA of a Sparkplug connection is not sent when it becomes a Kura one', mosquittoSkip(), async (t) => {
   const broker = await startMosquitto();
   t.teardown(() => broker.close());
-  const got = await listen(t, broker.url, 'sub');
+  const got = await listen(t, broker.url, '#', 'sub');
   const host = new SparkplugHost(broker.url, 'scada-host', G);
   await host.start();
   t.teardown(() => host.client.end());
