@@ -6,7 +6,7 @@
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
-import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, logIn } from '../helpers/browser.js';
 
 const PASSWORD = 'Admin-pass1';
 
@@ -40,10 +40,7 @@ t.test('asset view: BOOLEAN writes wait for a choice; decimals are rounded, exac
   page.on('request', (r) => {
     if (r.url().endsWith('/_write')) writes.push(r.postData() ?? '');
   });
-  await page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `https://127.0.0.1:${d.ports.https[0]}`, 'admin', PASSWORD);
   await page.getByRole('link', { name: 'Assets' }).click();
   await page.getByRole('link', { name: 'plant' }).click();
   const row = (name: string) => page.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
-import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, screenshot, logIn } from '../helpers/browser.js';
 import { haveOpenssl, makePki } from '../helpers/certs.js';
 import { generateKeyPair, selfSignedCertificate } from '../../src/keystores/signing.js';
 import { pemBlock } from '../../src/keystores/pem.js';
@@ -46,10 +46,7 @@ t.test('certificates view', async (t) => {
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
   const session = async (user: string, password: string, link = 'Certificates') => {
     const w = await openPage(browser);
-    await w.page.goto(`${origin}/console/`);
-    await w.page.getByLabel('User name').fill(user);
-    await w.page.getByLabel('Password').fill(password);
-    await w.page.getByRole('button', { name: 'Log in' }).click();
+    await logIn(w.page, `${origin}`, user, password);
     await w.page.getByRole('link', { name: link }).waitFor();
     return w;
   };

@@ -10,7 +10,7 @@
 import t from 'tap';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
-import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, screenshot, logIn } from '../helpers/browser.js';
 import type { Page } from 'playwright-core';
 
 const CHANNELS = 500;
@@ -54,10 +54,7 @@ t.test(`the channel table of a ${CHANNELS}-channel Modbus asset`, async (t) => {
   const browser = await launching;
   const { page, problems } = await openPage(browser);
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
-  await page.goto(`${origin}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill('Admin-pass1');
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `${origin}`, 'admin', 'Admin-pass1');
   await page.getByRole('link', { name: 'Configuration' }).waitFor();
   await page.goto(`${origin}/console/#/config/edit/line`);
   await page.getByRole('heading', { name: 'Asset line' }).waitFor();
@@ -181,10 +178,7 @@ t.test(`the channel table of a ${CHANNELS}-channel Modbus asset`, async (t) => {
 
   t.test('phone width: the table scrolls in its box, the page does not', async (t) => {
     const phone = await openPage(browser, { width: 390, height: 844 });
-    await phone.page.goto(`${origin}/console/`);
-    await phone.page.getByLabel('User name').fill('admin');
-    await phone.page.getByLabel('Password').fill('Admin-pass1');
-    await phone.page.getByRole('button', { name: 'Log in' }).click();
+    await logIn(phone.page, `${origin}`, 'admin', 'Admin-pass1');
     await phone.page.getByRole('link', { name: 'Configuration' }).waitFor();
     await phone.page.goto(`${origin}/console/#/config/edit/line`);
     await phone.page.locator('table.channels tbody tr').first().waitFor();

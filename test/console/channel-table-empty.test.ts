@@ -10,7 +10,7 @@
 import t from 'tap';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
-import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, logIn } from '../helpers/browser.js';
 import type { Page } from 'playwright-core';
 
 const BIG = 1500;
@@ -48,10 +48,7 @@ t.test('the channel table of an empty asset, and selection across pages', async 
   const browser = await launching;
   const { page, problems } = await openPage(browser);
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
-  await page.goto(`${origin}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill('Admin-pass1');
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `${origin}`, 'admin', 'Admin-pass1');
   await page.getByRole('link', { name: 'Configuration' }).waitFor();
 
   t.test('an asset created empty gets its channels in the table', async (t) => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { startDaemon, BUNDLE } from '../helpers/daemon.js';
 import { deviceSettings } from '../helpers/launch.mjs';
 import { basic } from '../helpers/session-client.js';
-import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, logIn } from '../helpers/browser.js';
 
 const CHANNELS = Number(process.env.N ?? 12_000);
 
@@ -34,10 +34,7 @@ t.test(`the configuration form of an asset of ${CHANNELS} Modbus channels`, asyn
   const browser = await launchBrowser(t);
   const { page, problems } = await openPage(browser);
   page.setDefaultTimeout(240_000);
-  await page.goto(`http://127.0.0.1:${d.ports.http[0]}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill('Admin-pass1');
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `http://127.0.0.1:${d.ports.http[0]}`, 'admin', 'Admin-pass1');
   const opened = Date.now();
   await page.goto(`http://127.0.0.1:${d.ports.http[0]}/console/#/config/edit/big`);
   await page.getByRole('heading', { name: 'Asset big' }).waitFor();

@@ -10,7 +10,7 @@
 import t from 'tap';
 import { startDaemon, type Daemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
-import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, logIn } from '../helpers/browser.js';
 import type { Page } from 'playwright-core';
 
 const C = '/services/configuration/v2';
@@ -44,10 +44,7 @@ t.test('the Configuration view with two MQTT connections', async (t) => {
   const browser = await launching;
   const { page, problems } = await openPage(browser);
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
-  await page.goto(`${origin}/console/`);
-  await page.getByLabel('User name').fill('conf');
-  await page.getByLabel('Password').fill('Conf-pass1x');
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `${origin}`, 'conf', 'Conf-pass1x');
   await page.getByRole('link', { name: 'Configuration' }).waitFor();
 
   t.test("the connections' components are listed with the singletons", async (t) => {

@@ -6,7 +6,7 @@
 
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
-import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, logIn } from '../helpers/browser.js';
 import { startFakeBroker } from '../helpers/fake-broker.js';
 
 const MQTT = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
@@ -40,10 +40,7 @@ t.test('the component form: a stored password does not follow a new broker; rese
 
   const session = async (user: string, password: string) => {
     const w = await openPage(browser);
-    await w.page.goto(`${origin}/console/`);
-    await w.page.getByLabel('User name').fill(user);
-    await w.page.getByLabel('Password').fill(password);
-    await w.page.getByRole('button', { name: 'Log in' }).click();
+    await logIn(w.page, `${origin}`, user, password);
     await w.page.getByRole('link', { name: 'Configuration' }).waitFor();
     await w.page.goto(`${origin}/console/#/config/edit/${encodeURIComponent(MQTT)}`);
     await w.page.getByRole('heading', { name: `Component ${MQTT}` }).waitFor();

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
-import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, screenshot, logIn } from '../helpers/browser.js';
 
 t.test('drivers, assets and snapshots through the configuration view', async (t) => {
   if (!haveBrowser(t) || !havePeers(t, 'pymodbus')) return;
@@ -21,10 +21,7 @@ t.test('drivers, assets and snapshots through the configuration view', async (t)
   const browser = await launching;
   const { page, problems } = await openPage(browser);
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
-  await page.goto(`${origin}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill('Admin-pass1');
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `${origin}`, 'admin', 'Admin-pass1');
   await page.getByRole('link', { name: 'Configuration' }).click();
   await page.getByText('No driver instances.').waitFor();
 

@@ -7,7 +7,7 @@
 
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
-import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, logIn } from '../helpers/browser.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { until } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
@@ -43,10 +43,7 @@ t.test('connections view', mosquittoSkip(), async (t) => {
   const origin = `https://127.0.0.1:${d.ports.https[0]}`;
   const session = async (user: string, password: string, link: string) => {
     const w = await openPage(browser);
-    await w.page.goto(`${origin}/console/`);
-    await w.page.getByLabel('User name').fill(user);
-    await w.page.getByLabel('Password').fill(password);
-    await w.page.getByRole('button', { name: 'Log in' }).click();
+    await logIn(w.page, `${origin}`, user, password);
     await w.page.getByRole('link', { name: link }).waitFor();
     return w;
   };

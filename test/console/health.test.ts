@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
-import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, screenshot, logIn } from '../helpers/browser.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
 import { buildDp, exampleDriverExtension } from '../helpers/dp.js';
 
@@ -42,10 +42,7 @@ t.test('health: asset states, status summary, uninstall warning', async (t) => {
   page.on('request', (r) => {
     if (r.method() === 'DELETE') deletes.push(r.url());
   });
-  await page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `https://127.0.0.1:${d.ports.https[0]}`, 'admin', PASSWORD);
   await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Assets' }).click();
   const list = page.getByRole('table', { name: 'Assets and their health' });
   const row = (name: string) => list.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
@@ -128,10 +125,7 @@ t.test('health: asset states, status summary, uninstall warning', async (t) => {
 
   // Without rest.assets the Status view has no devices summary (and no error for it).
   const other = await openPage(browser);
-  await other.page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
-  await other.page.getByLabel('User name').fill('viewer');
-  await other.page.getByLabel('Password').fill(PASSWORD);
-  await other.page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(other.page, `https://127.0.0.1:${d.ports.https[0]}`, 'viewer', PASSWORD);
   await other.page.getByRole('heading', { name: 'Gateway', level: 2 }).waitFor();
   t.equal(await other.page.getByRole('heading', { name: 'Devices' }).count(), 0, 'no devices summary without rest.assets');
   t.equal(await other.page.locator('.error').count(), 0, 'and no error');

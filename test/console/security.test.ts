@@ -6,7 +6,7 @@
 import t from 'tap';
 import fs from 'node:fs';
 import { startDaemon } from '../helpers/daemon.js';
-import { haveBrowser, launchBrowser, openPage } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, logIn } from '../helpers/browser.js';
 import { haveOpenssl, makePki } from '../helpers/certs.js';
 
 const users = {
@@ -14,10 +14,7 @@ const users = {
 };
 
 async function login(page: import('playwright-core').Page, origin: string, user: string, password: string) {
-  await page.goto(`${origin}/console/`);
-  await page.getByLabel('User name').fill(user);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `${origin}`, user, password);
 }
 
 t.test('field console security', async (t) => {

@@ -6,7 +6,7 @@
 
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
-import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, screenshot, logIn } from '../helpers/browser.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
 
 const PASSWORD = 'Admin-pass1';
@@ -33,10 +33,7 @@ t.test('tools: probe, confirmed write, scan with progress and cancel, identifica
     if (r.url().endsWith('/_probe')) probes.push(r.postData() ?? '');
     if (/\/_log(\?|$)/.test(r.url())) logCalls++;
   });
-  await page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `https://127.0.0.1:${d.ports.https[0]}`, 'admin', PASSWORD);
   await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Tools' }).click();
   const instances = page.getByRole('table', { name: 'Driver instances' });
   await instances.waitFor();

@@ -8,7 +8,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
-import { haveBrowser, launchBrowser, openPage, screenshot } from '../helpers/browser.js';
+import { haveBrowser, launchBrowser, openPage, screenshot, logIn } from '../helpers/browser.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
 
 const PASSWORD = 'Admin-pass1';
@@ -38,10 +38,7 @@ t.test('trends from history; CSV download, a refused upload, a merge upload', as
 
   const browser = await launchBrowser(t);
   const { page, problems } = await openPage(browser);
-  await page.goto(`https://127.0.0.1:${d.ports.https[0]}/console/`);
-  await page.getByLabel('User name').fill('admin');
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Log in' }).click();
+  await logIn(page, `https://127.0.0.1:${d.ports.https[0]}`, 'admin', PASSWORD);
   await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Assets' }).click();
   await page.getByRole('link', { name: 'pump' }).click();
 

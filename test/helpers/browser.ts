@@ -67,3 +67,11 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   fs.mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: true });
 }
+
+/** The console's login form at `origin` (scheme, host and port), as a technician fills it. */
+export async function logIn(page: Page, origin: string, user: string, password: string): Promise<void> {
+  await page.goto(`${origin}/console/`);
+  await page.getByLabel('User name').fill(user);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
