@@ -462,7 +462,8 @@ export class MqttService implements MqttConnection {
     const c = this.config;
     const topic = `${c['topic.context.account-name']}/${c['client-id']}/assets/${pid}`;
     outbox
-      .enqueue(topic, encodeTelemetry(pid, records, c['payload.encoding'], this.gzip, this.metricNames), 1)
+      // The payload is made for this message alone: the outbox may free it at the PUBACK.
+      .enqueue(topic, encodeTelemetry(pid, records, c['payload.encoding'], this.gzip, this.metricNames), 1, true)
       .catch((err) => this.log.warn('telemetry not stored', { asset: pid, error: (err as Error).message }));
   }
 

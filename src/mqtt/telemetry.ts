@@ -370,14 +370,24 @@ export class Telemetry {
     let deadbands = this.deadbands.get(asset);
     // Only the channels with a deadband: most have none.
     if (!deadbands) this.deadbands.set(asset, (deadbands = new Map(asset.channels.filter((c) => c.deadband > 0).map((c) => [c.name, c.deadband]))));
-    const out: ChannelRecord[] = [];
-    for (const r of records) {
-      const prev = st.channels.get(r.name);
-      if (prev !== undefined && !heartbeat && !this.changed(prev, r, deadbands.get(r.name) ?? 0)) continue;
-      st.channels.set(r.name, kept(r));
-      out.push(r);
+    // The poll's own list is published when every record is (a heartbeat, or every value moved):
+    // a copy is made only from the first record left out, not one array per poll grown push by push.
+    let out: ChannelRecord[] | undefined;
+    let n = 0;
+    const channels = st.channels;
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      const prev = channels.get(r.name);
+      if (prev !== undefined && !heartbeat && !this.changed(prev, r, deadbands.get(r.name) ?? 0)) {
+        out ??= records.slice(0, i);
+        continue;
+      }
+      channels.set(r.name, kept(r));
+      if (out) out.push(r);
+      n++;
     }
-    if (out.length === 0) return;
+    if (n === 0) return;
+    out ??= records;
     st.lastPublishAt = now;
     try {
       this.opts.publish(pid, out);

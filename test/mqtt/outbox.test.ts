@@ -243,3 +243,33 @@ t.test('the connection drops: what is only in memory is written at once; offline
   t.same(await list(c), ['drop:at-close']);
   await c.close();
 });
+
+t.test('an owned payload acknowledged before it was ever written is freed at the PUBACK; any other payload is left alone', async (t) => {
+  const dir = tempDir(t);
+  const o = await open(dir);
+  o.setOnline(true);
+  const owned = Buffer.allocUnsafe(64 * 1024).fill(1);
+  const lent = Buffer.allocUnsafe(64 * 1024).fill(2);
+  const small = Buffer.from('pooled'); // a slice of Node's shared pool: never detached
+  const acks = [o.enqueue('a', owned, 1, true), o.enqueue('b', lent, 1), o.enqueue('c', small, 1, true)];
+  const taken = [o.take()!, o.take()!, o.take()!];
+  t.same(taken.map((m) => m.topic), ['a', 'b', 'c']);
+  for (const m of taken) o.ack(m.seq);
+  await Promise.all(acks);
+  t.equal(owned.length, 0, 'the owned payload gave its memory back (its ArrayBuffer detached)');
+  t.equal(lent.length, 64 * 1024, 'a payload the caller keeps is untouched');
+  t.equal(lent[0], 2);
+  t.equal(small.toString(), 'pooled', 'a pool slice is untouched');
+
+  // Written to disk first (offline): the write may still use it, so it is not freed.
+  o.setOnline(false);
+  const stored = Buffer.allocUnsafe(64 * 1024).fill(3);
+  await o.enqueue('d', stored, 1, true);
+  await o.flush();
+  const m = o.take()!;
+  t.equal(m.topic, 'd');
+  o.ack(m.seq);
+  t.equal(stored.length, 64 * 1024, 'a payload that went to disk is left to the collector');
+  t.same(await list(o), [], 'nothing pending');
+  await o.close();
+});

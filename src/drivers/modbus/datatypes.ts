@@ -2,6 +2,7 @@
 // mapped to and from the channel's value type (src/channels/types.ts TypedValue).
 
 import type { TypedValue, ValueType } from '../../channels/types.js';
+import { YoungValue } from '../../channels/young.js';
 
 export const DATA_TYPES = ['INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'UINT64', 'FLOAT32', 'FLOAT64', 'STRING'] as const;
 export type DataType = (typeof DATA_TYPES)[number];
@@ -157,16 +158,16 @@ function specialise(layout: ValueLayout): Decoder | undefined {
   if (dataType === 'INT16' || dataType === 'UINT16') {
     const signed = dataType === 'INT16';
     const word = (d: Buffer, at: number) => (signed ? (((d[at]! << 8) | d[at + 1]!) << 16) >> 16 : (d[at]! << 8) | d[at + 1]!);
-    if (valueType === 'INTEGER') return (d, at) => ({ type: 'INTEGER', value: word(d, at) });
-    if (valueType === 'BOOLEAN') return (d, at) => ({ type: 'BOOLEAN', value: word(d, at) !== 0 });
-    if (valueType === 'LONG') return (d, at) => ({ type: 'LONG', value: BigInt(word(d, at)) });
+    if (valueType === 'INTEGER') return (d, at) => new YoungValue('INTEGER', word(d, at));
+    if (valueType === 'BOOLEAN') return (d, at) => new YoungValue('BOOLEAN', word(d, at) !== 0);
+    if (valueType === 'LONG') return (d, at) => new YoungValue('LONG', BigInt(word(d, at)));
     return undefined;
   }
   if (dataType === 'INT32' || dataType === 'UINT32') {
     const [a, b, c, e] = ORDER32[layout.order];
     const int32 = (d: Buffer, at: number) => (d[at + a]! << 24) | (d[at + b]! << 16) | (d[at + c]! << 8) | d[at + e]!;
-    if (valueType === 'INTEGER') return (d, at) => ({ type: 'INTEGER', value: int32(d, at) });
-    if (valueType === 'LONG') return dataType === 'INT32' ? (d, at) => ({ type: 'LONG', value: BigInt(int32(d, at)) }) : (d, at) => ({ type: 'LONG', value: BigInt(int32(d, at) >>> 0) });
+    if (valueType === 'INTEGER') return (d, at) => new YoungValue('INTEGER', int32(d, at));
+    if (valueType === 'LONG') return dataType === 'INT32' ? (d, at) => new YoungValue('LONG', BigInt(int32(d, at))) : (d, at) => new YoungValue('LONG', BigInt(int32(d, at) >>> 0));
   }
   return undefined;
 }
