@@ -87,6 +87,11 @@ function refused(name: string, valueType: ValueType, error: string, timestamp: n
   return { name, status: 'FAILURE', valueType, error, timestamp, refused: true };
 }
 
+/** A read channel's FAILURE record, one literal with all its keys (readRecord says why). */
+function readFailure({ name, valueType, unit }: ChannelConfig, timestamp: number, error: string): ChannelRecord {
+  return unit === undefined ? { name, status: 'FAILURE', valueType, timestamp, error } : { name, status: 'FAILURE', valueType, timestamp, error, unit };
+}
+
 /**
  * The record of a read channel: the driver's value in the channel's type, scaled; or why not. Each
  * outcome is one object literal with all its keys (in the order the REST and MQTT encodings write
@@ -96,17 +101,10 @@ function refused(name: string, valueType: ValueType, error: string, timestamp: n
  */
 export function readRecord(ch: ChannelConfig, res: ChannelResult): ChannelRecord {
   const { name, valueType, unit } = ch;
-  if (!res.ok) {
-    const timestamp = Date.now();
-    const error = res.error || 'driver error';
-    return unit === undefined ? { name, status: 'FAILURE', valueType, timestamp, error } : { name, status: 'FAILURE', valueType, timestamp, error, unit };
-  }
+  if (!res.ok) return readFailure(ch, Date.now(), res.error || 'driver error');
   const timestamp = res.timestamp || Date.now();
   const value = res.value.type === valueType ? res.value : convertValue(res.value, valueType);
-  if (typeof value === 'string') {
-    const error = `Driver returned ${value}`;
-    return unit === undefined ? { name, status: 'FAILURE', valueType, timestamp, error } : { name, status: 'FAILURE', valueType, timestamp, error, unit };
-  }
+  if (typeof value === 'string') return readFailure(ch, timestamp, `Driver returned ${value}`);
   const scaled = ch.scale === 1 && ch.offset === 0 ? value : applyScaleOffset(value, ch);
   // Made young (channels/young.ts): ten thousand a second in make bench's scale section.
   return new YoungRecord(name, 'SUCCESS', valueType, timestamp, scaled, unit);

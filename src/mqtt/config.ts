@@ -6,6 +6,7 @@ import path from 'node:path';
 import { arrayOf, bool, duration, num, oneOf, section, str, warning } from '../core/schema.js';
 import { isPlainObject, kind, problem, type Spec } from '../core/schema.js';
 import { idProblem } from './sparkplug/topic.js';
+import type { Logger } from '../log.js';
 
 export const PAYLOAD_ENCODINGS = ['kura-protobuf', 'simple-json', 'json'] as const;
 export type PayloadEncoding = (typeof PAYLOAD_ENCODINGS)[number];
@@ -145,6 +146,11 @@ export const CONNECTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const ASSET_PID = /^[^\u0000-\u001f]+$/;
 
 /** The outbox folder of a connection, under dataDir: `mqtt` for `default` (where it always was), else `mqtt-<name>`. */
+/** A connection's log: `component: mqtt`, and its name unless it is `default` (whose lines read as before connections). */
+export function connectionLog(log: Logger, name: string): Logger {
+  return log.child(name === DEFAULT_CONNECTION ? { component: 'mqtt' } : { component: 'mqtt', connection: name });
+}
+
 export function outboxDirName(name: string): string {
   return name === DEFAULT_CONNECTION ? 'mqtt' : `mqtt-${name}`;
 }

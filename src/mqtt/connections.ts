@@ -12,11 +12,12 @@
 
 import path from 'node:path';
 import type { AssetService } from '../assets/types.js';
+import type { ChannelRecord } from '../channels/types.js';
 import type { ReadTls } from '../core/keystore-reference.js';
 import type { Logger } from '../log.js';
 import type { MqttApplications } from './applications.js';
 import type { MqttClient, MqttClientOptions } from './client.js';
-import { DEFAULT_CONNECTION, outboxDirName, type ConnectionType, type MqttConfig, type MqttConnectionConfig, type NamedConnection } from './config.js';
+import { DEFAULT_CONNECTION, connectionLog, outboxDirName, type ConnectionType, type MqttConfig, type MqttConnectionConfig, type NamedConnection } from './config.js';
 import { MqttService, type ConnectionStats, type MqttConnection, type MqttServiceOptions } from './service.js';
 import { SparkplugEdgeNode } from './sparkplug/edge-node.js';
 import { Telemetry } from './telemetry.js';
@@ -69,17 +70,25 @@ function assetFilter(list: () => string[] | '*'): (pid: string) => boolean {
   };
 }
 
+/**
+ * What every connection is made of besides its own object: its outbox (its own folder and bounds),
+ * its view of the assets (those of its `telemetry.assets`, as `settings()` has them now; with
+ * `only`, the other assets are not even found) and a Telemetry publishing through `publish`.
+ */
+function commonParts(p: ConnectionParts, settings: () => MqttConfig, only: boolean, publish: (pid: string, records: ChannelRecord[]) => void) {
+  const c = p.config;
+  const outbox = new TelemetryOutbox({ dir: path.join(p.dataDir, outboxDirName(p.name)), maxMessages: c['outbox.max.messages'], maxBytes: c['outbox.max.bytes'], log: connectionLog(p.log, p.name) });
+  const assets = assetView(p.assets, assetFilter(() => (settings() as MqttConnectionConfig)['telemetry.assets'] ?? '*'), only);
+  return { outbox, assets, telemetry: new Telemetry({ assets, log: p.log, publish }) };
+}
+
 /** A Kura-style connection (src/mqtt/service.ts): KuraPayload or JSON telemetry, BIRTH, the applications. */
 export const kuraConnection: ConnectionFactory = (p) => {
-  const c = p.config;
-  const log = p.name === DEFAULT_CONNECTION ? p.log.child({ component: 'mqtt' }) : p.log.child({ component: 'mqtt', connection: p.name });
-  const outbox = new TelemetryOutbox({ dir: path.join(p.dataDir, outboxDirName(p.name)), maxMessages: c['outbox.max.messages'], maxBytes: c['outbox.max.bytes'], log });
-  const accepts = assetFilter(() => (service.settings as MqttConnectionConfig)['telemetry.assets'] ?? '*');
-  const telemetry = new Telemetry({ assets: assetView(p.assets, accepts), log: p.log, publish: (pid, records) => service.publishTelemetry(pid, records) });
+  const { outbox, telemetry } = commonParts(p, () => service.settings, false, (pid, records) => service.publishTelemetry(pid, records));
   const service: MqttService = new MqttService({
     name: p.name,
     keyPath: p.keyPath,
-    config: c,
+    config: p.config,
     applications: p.applications,
     outbox,
     telemetry,
@@ -92,18 +101,13 @@ export const kuraConnection: ConnectionFactory = (p) => {
 };
 
 /**
- * A Sparkplug B edge node (src/mqtt/sparkplug/edge-node.ts): its devices are the assets of its
- * `telemetry.assets`; its Telemetry is fed by the node (a DDATA only while the device is born).
+ * A Sparkplug B edge node (src/mqtt/sparkplug/edge-node.ts): its devices are only the assets of its
+ * `telemetry.assets` (a DCMD for another is refused, not written); its Telemetry is fed by the node
+ * (a DDATA only while the device is born).
  */
 export const sparkplugConnection: ConnectionFactory = (p) => {
-  const c = p.config;
-  const log = p.name === DEFAULT_CONNECTION ? p.log.child({ component: 'mqtt' }) : p.log.child({ component: 'mqtt', connection: p.name });
-  const outbox = new TelemetryOutbox({ dir: path.join(p.dataDir, outboxDirName(p.name)), maxMessages: c['outbox.max.messages'], maxBytes: c['outbox.max.bytes'], log });
-  const accepts = assetFilter(() => (node.settings as MqttConnectionConfig)['telemetry.assets'] ?? '*');
-  // Its devices are only the assets it takes: a DCMD for another is refused, not written.
-  const assets = assetView(p.assets, accepts, true);
-  const telemetry = new Telemetry({ assets, log: p.log, publish: (pid, records) => node.publishTelemetry(pid, records) });
-  const node: SparkplugEdgeNode = new SparkplugEdgeNode({ name: p.name, keyPath: p.keyPath, config: c, outbox, telemetry, assets, client: p.client, log: p.log, dataDir: p.dataDir, readTls: p.readTls, tuning: p.tuning });
+  const { outbox, assets, telemetry } = commonParts(p, () => node.settings, true, (pid, records) => node.publishTelemetry(pid, records));
+  const node: SparkplugEdgeNode = new SparkplugEdgeNode({ name: p.name, keyPath: p.keyPath, config: p.config, outbox, telemetry, assets, client: p.client, log: p.log, dataDir: p.dataDir, readTls: p.readTls, tuning: p.tuning });
   return node;
 };
 

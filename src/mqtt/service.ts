@@ -25,7 +25,7 @@ import type { Logger } from '../log.js';
 import type { MqttApplications, RequesterPolicy } from './applications.js';
 import { Envelope, type Reply } from './envelope.js';
 import { MqttError, type MqttClient, type MqttClientOptions, type MqttMessage } from './client.js';
-import type { ConnectionType, MqttConfig } from './config.js';
+import { connectionLog, type ConnectionType, type MqttConfig } from './config.js';
 import { encodeKuraPayloadForWire, type KuraMetric, type KuraPayload } from './kura-payload.js';
 import { readTlsFiles, type TlsMaterial } from './tls-files.js';
 import { birthMetrics, dcMetrics, type LifecycleFacts } from './lifecycle.js';
@@ -103,6 +103,31 @@ export interface MqttConnection {
   stats(): ConnectionStats;
 }
 
+/** What a connection counts of itself, for connectionStats. */
+export interface ConnectionCounters {
+  connected: boolean;
+  held: boolean;
+  published: number;
+  /** CONNACKs since the start. */
+  connects: number;
+  lastError: { at: number; message: string } | null;
+}
+
+/** A connection's stats() (MqttService, the Sparkplug edge node) from its settings, its outbox and its counters. */
+export function connectionStats(c: MqttConfig, outbox: TelemetryOutbox, n: ConnectionCounters): ConnectionStats {
+  const o = outbox.stats();
+  return {
+    connected: n.connected,
+    held: n.held,
+    brokerUrl: c['broker-url'],
+    clientId: c['client-id'],
+    outbox: { pending: o.pending, dropped: o.dropped, bytes: o.bytes },
+    published: n.published,
+    reconnects: Math.max(0, n.connects - 1),
+    lastError: n.lastError,
+  };
+}
+
 export class MqttService implements MqttConnection {
   readonly name: string;
   readonly type: ConnectionType = 'kura';
@@ -133,7 +158,7 @@ export class MqttService implements MqttConnection {
     this.config = opts.config;
     this.name = opts.name ?? 'default';
     this.keyPath = opts.keyPath ?? 'mqtt';
-    this.log = opts.log.child(this.name === 'default' ? { component: 'mqtt' } : { component: 'mqtt', connection: this.name });
+    this.log = connectionLog(opts.log, this.name);
     this.applications = opts.applications;
     this.outbox = opts.outbox;
     this.telemetry = opts.telemetry;
@@ -234,18 +259,7 @@ export class MqttService implements MqttConnection {
   }
 
   stats(): ConnectionStats {
-    const o = this.outbox.stats();
-    const c = this.config;
-    return {
-      connected: this.isConnected,
-      held: this.held,
-      brokerUrl: c['broker-url'],
-      clientId: c['client-id'],
-      outbox: { pending: o.pending, dropped: o.dropped, bytes: o.bytes },
-      published: this.published,
-      reconnects: Math.max(0, this.connects - 1),
-      lastError: this.lastError,
-    };
+    return connectionStats(this.config, this.outbox, { connected: this.isConnected, held: this.held, published: this.published, connects: this.connects, lastError: this.lastError });
   }
 
   /** The client's log, with its connection errors kept for stats() (their text has no secret: src/mqtt/client.ts logs none). */

@@ -38,8 +38,8 @@ import type { Logger } from '../../log.js';
 import { writeFileAtomicSync } from '../../store/atomic.js';
 import { readTlsFiles } from '../tls-files.js';
 import type { MqttClient, MqttClientOptions, MqttMessage } from '../client.js';
-import { DEFAULT_CONNECTION, outboxDirName, type MqttConfig } from '../config.js';
-import type { ConnectionStats, MqttConnection } from '../service.js';
+import { DEFAULT_CONNECTION, connectionLog, outboxDirName, type MqttConfig } from '../config.js';
+import { connectionStats, type ConnectionStats, type MqttConnection } from '../service.js';
 import type { Telemetry } from '../telemetry.js';
 import type { TelemetryOutbox } from '../telemetry-outbox.js';
 import { edgeNodeId } from './config.js';
@@ -117,7 +117,7 @@ export class SparkplugEdgeNode implements MqttConnection {
     this.#outbox = o.outbox;
     this.#config = o.config;
     this.name = o.name ?? DEFAULT_CONNECTION;
-    this.#log = this.name === DEFAULT_CONNECTION ? o.log.child({ component: 'mqtt' }) : o.log.child({ component: 'mqtt', connection: this.name });
+    this.#log = connectionLog(o.log, this.name);
     this.#alias('', REBIRTH);
   }
 
@@ -168,18 +168,7 @@ export class SparkplugEdgeNode implements MqttConnection {
   }
 
   stats(): ConnectionStats {
-    const o = this.#outbox.stats();
-    const c = this.#config;
-    return {
-      connected: this.isConnected,
-      held: this.#held,
-      brokerUrl: c['broker-url'],
-      clientId: c['client-id'],
-      outbox: { pending: o.pending, dropped: o.dropped, bytes: o.bytes },
-      published: this.#published,
-      reconnects: Math.max(0, this.#connects - 1),
-      lastError: this.#lastError,
-    };
+    return connectionStats(this.#config, this.#outbox, { connected: this.isConnected, held: this.#held, published: this.#published, connects: this.#connects, lastError: this.#lastError });
   }
 
   /** The operator's connect (cloudconnection/v1 `_connect`), after a `disconnect` or to try again now. */
