@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 
 export interface Pki {
   dir: string;
@@ -84,4 +85,16 @@ export function writeCrl(pki: Pki, revoked: string[], file: string): void {
   const ca = ['-config', cnf, '-keyfile', pki.caKey, '-cert', pki.caCert];
   for (const cert of revoked) openssl(['ca', ...ca, '-revoke', cert], db);
   openssl(['ca', ...ca, '-gencrl', '-out', file], db);
+}
+
+/** Whether a client-auth listener completes a handshake with this client certificate. */
+export function clientHandshake(port: number, c: { cert: string; key: string }): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: fs.readFileSync(c.cert), key: fs.readFileSync(c.key), rejectUnauthorized: false });
+    // TLS 1.3 reports the server's refusal of a client certificate after the handshake, on the first read.
+    s.once('secureConnect', () => s.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n'));
+    s.once('data', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+    s.once('close', () => resolve(false));
+  });
 }

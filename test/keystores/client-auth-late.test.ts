@@ -6,9 +6,8 @@
 import t from 'tap';
 import fs from 'node:fs';
 import net from 'node:net';
-import tls from 'node:tls';
 import { startDaemon } from '../helpers/daemon.js';
-import { haveOpenssl, makePki } from '../helpers/certs.js';
+import { clientHandshake, haveOpenssl, makePki } from '../helpers/certs.js';
 import { freePort } from '../helpers/mosquitto.js';
 
 const skip = haveOpenssl() || process.env.CI === 'true' ? undefined : 'openssl not installed';
@@ -20,17 +19,6 @@ const listening = (port: number) =>
     const s = net.connect({ host: '127.0.0.1', port }, () => (s.destroy(), resolve(true)));
     s.once('error', () => resolve(false));
   });
-
-function clientHandshake(port: number, c: { cert: string; key: string }): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: fs.readFileSync(c.cert), key: fs.readFileSync(c.key), rejectUnauthorized: false });
-    // TLS 1.3 reports the server's refusal of a client certificate after the handshake, on the first read.
-    s.once('secureConnect', () => s.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n'));
-    s.once('data', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-    s.once('close', () => resolve(false));
-  });
-}
 
 t.test('client-auth ports open when their empty truststore keystore gets a CA', { skip }, async (t) => {
   const pki = makePki();

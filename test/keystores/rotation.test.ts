@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
 import { startDaemon } from '../helpers/daemon.js';
-import { haveOpenssl, makePki } from '../helpers/certs.js';
+import { clientHandshake, haveOpenssl, makePki } from '../helpers/certs.js';
 import { freePort, mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
 import { Requester, until } from '../helpers/mqtt-fixture.js';
 import { encodeKuraPayload, decodeKuraPayload } from '../../src/mqtt/kura-payload.js';
@@ -44,18 +44,6 @@ function handshake(port: number, ca?: string): Promise<{ subject: string; author
       s.end();
     });
     s.on('error', reject);
-  });
-}
-
-/** Whether a client-auth listener completes a handshake with this client certificate. */
-function clientHandshake(port: number, c: { cert: string; key: string }): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', cert: fs.readFileSync(c.cert), key: fs.readFileSync(c.key), rejectUnauthorized: false });
-    // TLS 1.3 reports the server's refusal of a client certificate after the handshake, on the first read.
-    s.once('secureConnect', () => s.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n'));
-    s.once('data', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-    s.once('close', () => resolve(false));
   });
 }
 
@@ -130,9 +118,12 @@ t.test('HTTPS from a keystore entry, rotated without a restart', { skip: skipTls
   t.notMatch([...d.logs, ...d2.logs].join('\n'), /PRIVATE KEY/);
 });
 
-t.test('MQTT client identity from a keystore entry, rotated without a restart', { skip: mosquittoSkip().skip ?? skipTls }, async (t) => {
-  // A TLS listener that requires a client certificate from the test CA and names each client by
-  // its certificate's subject (use_identity_as_username), logging to a file line by line.
+/**
+ * A broker (`broker.url`: its plain listener) with a TLS listener on `tlsPort` that requires a client certificate from a new test CA and names each client by its
+ * certificate's subject (use_identity_as_username), logging to a file line by line: `brokerSaw(cn)`
+ * says whether a client of that common name connected.
+ */
+async function clientCertBroker(t: { teardown(fn: () => unknown): void }) {
   const pki = makePki();
   t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
   const brokerLog = path.join(pki.dir, 'mosquitto.log');
@@ -142,6 +133,11 @@ t.test('MQTT client identity from a keystore entry, rotated without a restart', 
   });
   t.teardown(() => broker.close());
   const brokerSaw = (cn: string) => (fs.existsSync(brokerLog) ? fs.readFileSync(brokerLog, 'utf8') : '').includes(`u'${cn}'`);
+  return { pki, broker, tlsPort, brokerSaw };
+}
+
+t.test('MQTT client identity from a keystore entry, rotated without a restart', { skip: mosquittoSkip().skip ?? skipTls }, async (t) => {
+  const { pki, broker, tlsPort, brokerSaw } = await clientCertBroker(t);
   const certs = { ca: pki.caCert };
   const caKey = pki.caKey;
   const DEVICE = 'gw-rot';
@@ -205,15 +201,7 @@ t.test('MQTT client identity from a keystore entry, rotated without a restart', 
 });
 
 t.test('with two connections, a rotated entry reconnects the connection that uses it, and only that one', { skip: mosquittoSkip().skip ?? skipTls }, async (t) => {
-  const pki = makePki();
-  t.teardown(() => fs.rmSync(pki.dir, { recursive: true, force: true }));
-  const brokerLog = path.join(pki.dir, 'mosquitto.log');
-  const tlsPort = await freePort();
-  const broker = await startMosquitto({
-    conf: ['log_type notice', `log_dest file ${brokerLog}`, `listener ${tlsPort} 127.0.0.1`, `cafile ${pki.caCert}`, `certfile ${pki.serverCert}`, `keyfile ${pki.serverKey}`, 'require_certificate true', 'use_identity_as_username true'],
-  });
-  t.teardown(() => broker.close());
-  const brokerSaw = (cn: string) => (fs.existsSync(brokerLog) ? fs.readFileSync(brokerLog, 'utf8') : '').includes(`u'${cn}'`);
+  const { pki, broker, tlsPort, brokerSaw } = await clientCertBroker(t);
   const d = await startDaemon(t, {
     rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },
     identities,
