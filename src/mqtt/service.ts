@@ -128,6 +128,21 @@ export function connectionStats(c: MqttConfig, outbox: TelemetryOutbox, n: Conne
   };
 }
 
+/**
+ * A client's log that also hands each warning and error to `keep`, as a connection's `lastError`
+ * (cloudconnection/v1); their text has no secret (src/mqtt/client.ts logs none).
+ */
+export function keepingErrors(log: Logger, keep: (e: { at: number; message: string }) => void): Logger {
+  const kept = (msg: string, fields?: Record<string, unknown>) => {
+    const e = fields?.error ?? fields?.reason ?? fields?.returnCode;
+    keep({ at: Date.now(), message: e === undefined ? msg : `${msg}: ${String(e)}` });
+  };
+  const wrapped: Logger = Object.create(log);
+  wrapped.error = (msg, fields) => (kept(msg, fields), log.error(msg, fields));
+  wrapped.warn = (msg, fields) => (kept(msg, fields), log.warn(msg, fields));
+  return wrapped;
+}
+
 export class MqttService implements MqttConnection {
   readonly name: string;
   readonly type: ConnectionType = 'kura';
@@ -262,19 +277,6 @@ export class MqttService implements MqttConnection {
     return connectionStats(this.config, this.outbox, { connected: this.isConnected, held: this.held, published: this.published, connects: this.connects, lastError: this.lastError });
   }
 
-  /** The client's log, with its connection errors kept for stats() (their text has no secret: src/mqtt/client.ts logs none). */
-  private clientLog(): Logger {
-    const log = this.log;
-    const keep = (msg: string, fields?: Record<string, unknown>) => {
-      const e = fields?.error ?? fields?.reason ?? fields?.returnCode;
-      this.lastError = { at: Date.now(), message: e === undefined ? msg : `${msg}: ${String(e)}` };
-    };
-    const wrapped: Logger = Object.create(log);
-    wrapped.error = (msg, fields) => (keep(msg, fields), log.error(msg, fields));
-    wrapped.warn = (msg, fields) => (keep(msg, fields), log.warn(msg, fields));
-    return wrapped;
-  }
-
   // ---- internals -------------------------------------------------------------------------------
 
   /** Opens the outbox once; telemetry runs as long as MQTT is enabled (a reconnection loses no poll cycle). */
@@ -380,7 +382,7 @@ export class MqttService implements MqttConnection {
         connectTimeout: this.opts.tuning?.connectTimeout,
         reconnectMin: this.opts.tuning?.reconnectMin,
         reconnectMax: this.opts.tuning?.reconnectMax,
-        log: this.clientLog(),
+        log: keepingErrors(this.log, (e) => (this.lastError = e)),
       });
     } catch (err) {
       const option = err instanceof MqttError ? err.option : undefined;

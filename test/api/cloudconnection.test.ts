@@ -2,8 +2,10 @@
 // two real Mosquitto brokers: the list's shape (no secret of a broker URL), `_disconnect` and
 // `_connect` answer 204 and really disconnect (DC on the broker, telemetry held in that
 // connection's outbox) and connect again (BIRTH, the outbox delivered), an unknown name is 404, an
-// identity without `rest.cloudconnection` gets 403 and one with it (or kura.admin) gets the answers.
+// identity without `rest.cloudconnection` gets 403 and one with it (or kura.admin) gets the answers;
+// `lastError` tells a refused CONNECT and a closed port for both connection types.
 
+import net from 'node:net';
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
@@ -123,5 +125,49 @@ t.test('one connection (the object form): one entry named default; system/v1 sta
   const status = (await d.request('/services/system/v1/status', { headers: ADMIN })).json().mqtt;
   t.same(Object.keys(status), ['enabled', 'brokerUrl', 'clientId', 'connected', 'outboxPending', 'outboxDropped', 'outboxMax', 'outboxBytes', 'outboxMaxBytes'], 'system/v1 status keeps its mqtt keys');
   t.match(status, { enabled: true, brokerUrl: a.url, clientId: 'solo', connected: true, outboxDropped: 0, outboxMax: 10000 });
+  await d.stop();
+});
+
+t.test('lastError: a refused CONNECT and a closed port, for a Kura and a Sparkplug connection alike; no password in it', mosquittoSkip(), async (t) => {
+  // A broker that takes no anonymous client and knows no user: every CONNECT answered "not authorized".
+  const closed = await startMosquitto({ conf: ['allow_anonymous false'] });
+  t.teardown(() => closed.close());
+  const gone = net.createServer();
+  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
+  const port = (gone.address() as net.AddressInfo).port;
+  await new Promise((r) => gone.close(r));
+  const nowhere = `mqtt://127.0.0.1:${port}`;
+  const sp = { type: 'sparkplug', 'sparkplug.group.id': 'G', 'keep-alive': 5 };
+  const started = Date.now();
+  const d = await startDaemon(t, {
+    rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },
+    identities: { admin: { password: 'Adm1n-Secret!', passwordChangeNeeded: false, permissions: ['kura.admin'] } },
+    mqtt: {
+      connections: {
+        default: { enabled: true, 'broker-url': closed.url, 'client-id': 'k-refused', username: 'gw', password: 'pw-Refused-1' },
+        kgone: { enabled: true, 'broker-url': nowhere, 'client-id': 'k-gone' },
+        srefused: { enabled: true, ...sp, 'broker-url': closed.url, 'client-id': 's-refused', username: 'gw', password: 'pw-Refused-2' },
+        sgone: { enabled: true, ...sp, 'broker-url': nowhere, 'client-id': 's-gone' },
+      },
+    },
+  });
+  const all = async () => (await d.request(`${BASE}/connections`, { headers: ADMIN })).json() as any[];
+  await waitFor(async () => (await all()).every((c) => c.lastError !== null), 15_000, 'every connection has a lastError');
+  const byName = Object.fromEntries((await all()).map((c) => [c.name, c]));
+  for (const [name, pattern] of [
+    ['default', /refused by broker/],
+    ['srefused', /refused by broker/],
+    ['kgone', /ECONNREFUSED/],
+    ['sgone', /ECONNREFUSED/],
+  ] as const) {
+    const c = byName[name];
+    t.equal(c.connected, false, `${name} not connected`);
+    t.match(c.lastError.message, pattern, `${name}: ${c.lastError.message}`);
+    t.ok(c.lastError.at >= started && c.lastError.at <= Date.now(), `${name}: its time`);
+  }
+  t.same([byName.srefused.type, byName.sgone.type], ['sparkplug', 'sparkplug']);
+  const text = JSON.stringify(await all());
+  t.notOk(text.includes('pw-Refused'), 'no password in the list');
+  t.notOk(d.logs.some((l) => l.includes('pw-Refused')), 'nor in the log');
   await d.stop();
 });

@@ -39,7 +39,7 @@ import { writeFileAtomicSync } from '../../store/atomic.js';
 import { readTlsFiles } from '../tls-files.js';
 import type { MqttClient, MqttClientOptions, MqttMessage } from '../client.js';
 import { DEFAULT_CONNECTION, connectionLog, outboxDirName, type MqttConfig } from '../config.js';
-import { connectionStats, type ConnectionStats, type MqttConnection } from '../service.js';
+import { connectionStats, keepingErrors, type ConnectionStats, type MqttConnection } from '../service.js';
 import type { Telemetry } from '../telemetry.js';
 import type { TelemetryOutbox } from '../telemetry-outbox.js';
 import { edgeNodeId } from './config.js';
@@ -209,7 +209,7 @@ export class SparkplugEdgeNode implements MqttConnection {
         disconnectMessage: () => this.#death(),
         tls,
         ...this.#o.tuning,
-        log: this.#log,
+        log: keepingErrors(this.#log, (e) => (this.#lastError = e)),
       });
     } catch (err) {
       this.#lastError = { at: Date.now(), message: `not started: ${(err as Error).message}` };
