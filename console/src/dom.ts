@@ -43,15 +43,20 @@ export function replace(el: Element, ...children: Child[]): void {
   append(el, children);
 }
 
-/** Runs `fn` now and then every `ms` while the page is visible, until the returned stop is called. */
-export function every(ms: number, fn: () => Promise<void> | void): () => void {
+/**
+ * Runs `fn` now and then every `ms` while the page is visible, until the returned stop is called.
+ * `fn` is given `live()`: false once stopped, for a run that asks for more than one thing to stop
+ * between its requests when its view is left.
+ */
+export function every(ms: number, fn: (live: () => boolean) => Promise<void> | void): () => void {
   let stopped = false;
   let timer: number | undefined;
+  const live = () => !stopped;
   const tick = async () => {
     if (stopped) return;
     if (!document.hidden) {
       try {
-        await fn();
+        await fn(live);
       } catch (e) {
         // The view shows its own errors; a refusal (403) will not change by asking again.
         if ((e as { status?: number }).status === 403) stopped = true;

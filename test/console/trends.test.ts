@@ -2,7 +2,7 @@
 // CSV") in Debian's chromium against the real daemon and a pymodbus TCP device: the sparkline of a
 // numeric channel is drawn from the polls' real history (and follows a changed register); the CSV
 // download is the gateway's file; an upload with a bad row shows the row and column and changes
-// nothing; a merge upload adds a channel.
+// nothing; a merge upload adds a channel; leaving the asset stops its refreshes.
 
 import t from 'tap';
 import fs from 'node:fs';
@@ -10,6 +10,7 @@ import { startDaemon } from '../helpers/daemon.js';
 import { basic } from '../helpers/session-client.js';
 import { haveBrowser, launchBrowser, openPage, screenshot, logIn } from '../helpers/browser.js';
 import { havePeers, startPyModbusTcp } from '../helpers/pymodbus.js';
+import { until } from '../helpers/mqtt-fixture.js';
 
 const PASSWORD = 'Admin-pass1';
 
@@ -96,6 +97,18 @@ t.test('trends from history; CSV download, a refused upload, a merge upload', as
   await page.getByText('Applied more.csv (merge): the asset now has 4 channels.').waitFor();
   await page.getByRole('rowheader', { name: 'level2', exact: true }).waitFor();
   t.same((await admin.request('/services/assets/pump')).json().map((c: { name: string }) => c.name), ['level', 'speed', 'label', 'level2'], 'the channel was added');
+
+  // Leaving the asset stops its refreshes: no _read, _status or _history of it afterwards.
+  const polls: { at: number; url: string }[] = [];
+  page.on('request', (r) => {
+    if (/\/assets\/pump\/_(read|status|history)/.test(r.url())) polls.push({ at: Date.now(), url: r.url() });
+  });
+  await until(() => polls.some((p) => p.url.includes('_history')), 12_000, 'the trends refresh while the asset is shown');
+  // (Packages: the Status view and the assets list ask for each asset's _status themselves.)
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Packages' }).click();
+  const left = Date.now();
+  await new Promise((r) => setTimeout(r, 6500));
+  t.same(polls.filter((p) => p.at > left + 300).map((p) => p.url), [], 'nothing of the asset asked for after leaving it (its values every 2 s, its trends every 5 s)');
 
   t.same(problems.filter((p) => !/status of 400/.test(p)), [], 'no console errors, page errors or CSP violations');
 });

@@ -67,10 +67,11 @@ export function assetsView(root: HTMLElement, args: string[], me: Identity): (()
   replace(root, h('h1', null, 'Assets'), body);
   const statuses = statusReader();
   // Health at a glance: driver, state, last success and failures in a row, refreshed every 5 s.
-  return every(5000, async () => {
+  return every(5000, async (live) => {
     try {
       const names = await get<string[]>(A);
       if (names.length === 0) return replace(body, h('p', { class: 'empty' }, 'No assets are configured on this gateway.'));
+      if (!live()) return;
       const st = await statuses(names);
       replace(body, table(['Asset', 'Driver', 'State', 'Last success', 'Failures in a row'], names.map((n) => {
         const s = st.get(n);
@@ -208,7 +209,7 @@ function assetView(root: HTMLElement, pid: string, me: Identity): (() => void) |
       get<PollStatus>(`${base}/_status`).then(showStatus, () => {});
       return;
     }
-    stops.push(every(2000, async () => {
+    stops.push(every(2000, async (live) => {
       try {
         const recs = await get<Rec[]>(`${base}/_read`);
         for (const r of recs) {
@@ -223,7 +224,8 @@ function assetView(root: HTMLElement, pid: string, me: Identity): (() => void) |
           cell.time.textContent = fmtTime(r.timestamp);
         }
         status.textContent = 'Values refresh every 2 seconds while this page is visible.';
-        showStatus(await get<PollStatus>(`${base}/_status`));
+        // Left while _read was on its way: nothing more is asked for.
+        if (live()) showStatus(await get<PollStatus>(`${base}/_status`));
       } catch (e) {
         if (e instanceof ApiError && e.status !== 0) throw e;
         status.textContent = (e as Error).message;
@@ -231,9 +233,10 @@ function assetView(root: HTMLElement, pid: string, me: Identity): (() => void) |
     }));
     // Trends from the polls' history (only a polled asset has one), every 5 s while visible.
     if (trends.size > 0) {
-      stops.push(every(5000, async () => {
+      stops.push(every(5000, async (live) => {
         if (!polled) return;
         for (const [name, sp] of trends) {
+          if (!live()) return;
           try {
             sp.draw(await get<Sample[]>(`${base}/_history?channel=${encodeURIComponent(name)}`));
           } catch (e) {

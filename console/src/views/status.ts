@@ -35,10 +35,11 @@ export function statusView(root: HTMLElement, _args: string[], me: Identity): ()
   let fw: Record<string, unknown> | undefined;
   const assets = allowed(me, 'rest.assets');
   const statuses = statusReader();
-  return every(5000, async () => {
+  return every(5000, async (live) => {
     try {
       fw ??= await get(`${SYS}/properties/framework`);
       const s = await get<Status>(`${SYS}/status`);
+      if (!live()) return;
       // The devices summary is extra: its failure shows in its place, the rest still shows.
       const devices = assets ? await devicesSummary(statuses).catch((e) => h('section', null, h('h2', null, 'Devices'), problem(e, 'rest.assets'))) : null;
       const f = fw!;
