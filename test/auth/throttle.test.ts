@@ -19,27 +19,47 @@ import { haveOpenssl, makePki } from '../helpers/certs.js';
 const S = '/services/session/v1';
 const tryLogin = (d: Parameters<typeof basic>[0], u: string, p: string) => new Browser(d).loginPassword(u, p);
 
+/**
+ * Failed attempts spaced so that each one counts (one refused inside a window does not, and how
+ * many are refused depends on the machine's speed), until the last opened a window of at least
+ * `target` ms: windows of 250 ms doubling after `free` failures (src/auth/throttle.ts). Each attempt's
+ * status is returned; the caller's next attempt then has the whole window to arrive in.
+ */
+async function openWindow(attempt: (i: number) => Promise<{ status: number }>, free: number, target: number): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; ; i++) {
+    statuses.push((await attempt(i)).status);
+    const over = i + 1 - free;
+    if (over <= 0) continue;
+    const window = 250 * 2 ** (over - 1);
+    if (window >= target) return statuses;
+    await sleep(window + 50);
+  }
+}
+
 t.test('per identity: the correct password is refused inside the window, works after the bound', async (t) => {
-  const d = await startDaemon(t, { rest: { 'login.throttle.max.delay': 1000 }, identities: { foo: { password: 'bar', permissions: ['rest.assets'] }, other: { password: 'other' } } });
+  const d = await startDaemon(t, { rest: { 'login.throttle.max.delay': 2000 }, identities: { foo: { password: 'bar', permissions: ['rest.assets'] }, other: { password: 'other' } } });
   t.equal((await tryLogin(d, 'foo', 'x1')).status, 401);
   t.equal((await tryLogin(d, 'foo', 'x2')).status, 401);
   t.equal((await tryLogin(d, 'foo', 'bar')).status, 200, 'two typos cost nothing');
-  for (let i = 0; i < 3; i++) t.equal((await tryLogin(d, 'foo', `y${i}`)).status, 401);
+  // The success cleared the record: two free failures, then windows of 250, 500, 1000 and 2000 ms (the bound).
+  t.same(await openWindow((i) => tryLogin(d, 'foo', `y${i}`), 2, 2000), Array(6).fill(401), 'six failures, each counted');
   const refused = await tryLogin(d, 'foo', 'bar');
   t.equal(refused.status, 401, 'correct password refused while throttled');
   t.same(refused.json(), { message: 'Authentication failed as username or password not matching' }, 'same answer as a wrong password');
   t.equal((await basic(d, 'foo', 'bar').request('/services/assets')).status, 401, 'BASIC is throttled too');
   await d.waitForLog(/password attempt refused: throttled.*identity=foo/);
   t.equal((await tryLogin(d, 'other', 'other')).status, 200, 'another identity from the same address is not affected');
-  await sleep(1100);
+  await sleep(2100);
   t.equal((await tryLogin(d, 'foo', 'bar')).status, 200, 'works again once the bound has passed');
 });
 
 t.test('per address: many names guessed from one address slow that address down', async (t) => {
-  const d = await startDaemon(t, { rest: { 'login.throttle.max.delay': 800 }, identities: { foo: { password: 'bar' } } });
-  for (let i = 0; i < 11; i++) t.equal((await tryLogin(d, `guess${i}`, 'x')).status, 401);
+  const d = await startDaemon(t, { rest: { 'login.throttle.max.delay': 2000 }, identities: { foo: { password: 'bar' } } });
+  // Each name fails once (free for the name); the address has ten free, then 250 … 2000 ms.
+  t.same(await openWindow((i) => tryLogin(d, `guess${i}`, 'x'), 10, 2000), Array(14).fill(401), 'fourteen names guessed, each counted');
   t.equal((await tryLogin(d, 'foo', 'bar')).status, 401, 'address throttled');
-  await sleep(900);
+  await sleep(2100);
   t.equal((await tryLogin(d, 'foo', 'bar')).status, 200);
 });
 
@@ -57,8 +77,8 @@ t.test('a correct client certificate is never delayed', { skip: !haveOpenssl() &
     http: { 'https.keystore.cert': pki.serverCert, 'https.keystore.key': pki.serverKey, 'https.truststore': pki.caCert },
     identities: { foo: { password: 'bar', permissions: ['rest.assets'] } },
   }, { http: 1, clientAuth: 1 });
-  for (let i = 0; i < 12; i++) await tryLogin(d, 'foo', `x${i}`);
-  t.equal((await tryLogin(d, 'foo', 'bar')).status, 401, 'password throttled for a minute');
+  await openWindow((i) => tryLogin(d, 'foo', `x${i}`), 2, 4000);
+  t.equal((await tryLogin(d, 'foo', 'bar')).status, 401, 'password throttled');
   const cert = pki.client('foo');
   const opts = { port: d.ports.clientAuth[0], tls: true, cert: cert.cert, key: cert.key, ca: pki.caCert };
   t.equal((await d.request('/services/assets', opts)).status, 200, 'stateless certificate');
