@@ -56,6 +56,11 @@ t.test('the Configuration view with two MQTT connections', async (t) => {
     t.notOk(rows.includes('org.eclipse.kura.driver.simulator'), 'not a driver factory');
     t.match(await services.locator('tr', { hasText: `${CLOUD}-local` }).innerText(), /MQTT connection local \(cloud service\)/, 'said which connection');
     t.match(await services.locator('tr', { has: page.locator(`th:text-is("${MQTT}")`) }).innerText(), /MQTT connection default \(broker and transport\)/);
+    const what = async (pid: string) => services.locator('tr', { has: page.locator(`th:text-is("${K}${pid}")`) }).locator('td').first().innerText();
+    for (const [pid, re] of [
+      ['gatewayd.Daemon', /log level/], ['internal.rest.provider.RestService', /^REST: authentication/], ['web.Console', /password rules/],
+      ['http.server.manager.HttpService', /HTTPS: ports/], ['deployment.agent', /^Deployment packages/], ['cloud.app.command.CommandCloudApp', /CMD-V1/],
+    ] as const) t.match(await what(pid), re, `${pid}: said what it holds`);
     await page.locator(`a[aria-label="Edit ${MQTT}-local"]`).click();
     await page.getByRole('heading', { name: `Component ${MQTT}-local` }).waitFor();
   });

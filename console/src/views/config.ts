@@ -15,6 +15,15 @@ const HIDDEN = /^(kura\.service\.pid|service\.(factoryPid|pid))$/;
 // An MQTT connection's two components (docs/configuration-v2.md "Components and PIDs"): the bare
 // PIDs are the connection `default`, `…-<name>` the others.
 const CONNECTION = /^org\.eclipse\.kura\.(cloud\.CloudService|core\.data\.transport\.mqtt\.MqttDataTransport)(?:-(.+))?$/;
+/** What each of the daemon's own components holds (docs/configuration.md names the sections). */
+const SERVICES: Record<string, string> = {
+  'org.eclipse.kura.gatewayd.Daemon': 'The daemon: log level, configuration snapshots kept',
+  'org.eclipse.kura.internal.rest.provider.RestService': 'REST: authentication methods, sessions, login throttling',
+  'org.eclipse.kura.web.Console': 'This console: access banner, password rules',
+  'org.eclipse.kura.http.server.manager.HttpService': 'HTTP and HTTPS: ports, keystore, client certificates, limits',
+  'org.eclipse.kura.deployment.agent': 'Deployment packages: marketplace, downloads, install queue',
+  'org.eclipse.kura.cloud.app.command.CommandCloudApp': 'Remote commands (CMD-V1): enabled, password, limits',
+};
 
 type Ad = TableAd;
 interface Prop { type: string; value?: unknown }
@@ -151,7 +160,7 @@ async function overview(root: HTMLElement): Promise<void> {
   const services = comps.filter((c) => !c.factoryPid?.startsWith(DRIVER) && c.factoryPid !== ASSET);
   const about = (p: string) => {
     const m = CONNECTION.exec(p);
-    return m ? `MQTT connection ${m[2] ?? 'default'} (${m[1] === 'cloud.CloudService' ? 'cloud service' : 'broker and transport'})` : '';
+    return m ? `MQTT connection ${m[2] ?? 'default'} (${m[1] === 'cloud.CloudService' ? 'cloud service' : 'broker and transport'})` : SERVICES[p] ?? '';
   };
 
   const factory = h('select', { required: true }, factories.map((f) => h('option', { value: f }, f.slice(DRIVER.length))));
