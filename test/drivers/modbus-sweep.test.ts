@@ -98,7 +98,8 @@ if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
     t.same(swept.map((s) => [s.unit, s.baud]), [[4, 9600], [5, 9600], [6, 9600], [4, 4800], [5, 4800], [6, 4800], [4, 19200], [5, 19200], [6, 19200]],
       'every unit at every rate, each request read at its own rate on the port');
     const polls = during.filter((s) => s.unit === 1);
-    t.ok(polls.length >= swept.length, `the asset polled meanwhile (${polls.length} polls)`);
+    // One between every two sweep requests (checked below): at least one fewer than the sweep's.
+    t.ok(polls.length >= swept.length - 1, `the asset polled meanwhile (${polls.length} polls)`);
     t.same([...new Set(polls.map((s) => `${s.baud}/${s.parity}`))], ['19200/none'], 'every poll at the line\'s own settings: the port was set back each time');
     const at = during.map((s, i) => (s.unit !== 1 ? i : -1)).filter((i) => i >= 0);
     for (let k = 1; k < at.length; k++) {
