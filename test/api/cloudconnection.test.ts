@@ -3,7 +3,8 @@
 // `_connect` answer 204 and really disconnect (DC on the broker, telemetry held in that
 // connection's outbox) and connect again (BIRTH, the outbox delivered), an unknown name is 404, an
 // identity without `rest.cloudconnection` gets 403 and one with it (or kura.admin) gets the answers;
-// `lastError` tells a refused CONNECT and a closed port for both connection types.
+// `lastError` tells a refused CONNECT and a closed port for both connection types; Kura's resources
+// (instances, cloudEndpoint/connect, disconnect, isConnected, stackComponentPids) by CloudService PID.
 
 import net from 'node:net';
 import t from 'tap';
@@ -169,5 +170,81 @@ t.test('lastError: a refused CONNECT and a closed port, for a Kura and a Sparkpl
   const text = JSON.stringify(await all());
   t.notOk(text.includes('pw-Refused'), 'no password in the list');
   t.notOk(d.logs.some((l) => l.includes('pw-Refused')), 'nor in the log');
+  await d.stop();
+});
+
+t.test("Kura's shapes: instances, cloudEndpoint connect, disconnect, isConnected, stackComponentPids", mosquittoSkip(), async (t) => {
+  const a = await startMosquitto();
+  t.teardown(() => a.close());
+  const CS = 'org.eclipse.kura.cloud.CloudService';
+  const TR = 'org.eclipse.kura.core.data.transport.mqtt.MqttDataTransport';
+  const d = await startDaemon(t, {
+    rest: { 'auth.basic.enabled': true, 'login.throttle.max.delay': 0 },
+    identities: {
+      ops: { password: '0ps-Secret!x', passwordChangeNeeded: false, permissions: ['rest.cloudconnection'] },
+      viewer: { password: 'V1ewer-Secret!', passwordChangeNeeded: false, permissions: ['rest.system'] },
+    },
+    mqtt: {
+      connections: {
+        default: { enabled: true, 'broker-url': a.url, 'client-id': 'gw-k' },
+        scada: { enabled: false, type: 'sparkplug', 'sparkplug.group.id': 'G', 'broker-url': a.url, 'client-id': 'gw-s' },
+      },
+    },
+  });
+  const post = (path: string, body: unknown, who = OPS) =>
+    d.request(`${BASE}/${path}`, { method: 'POST', headers: { ...who, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const connected = async (pid: string) => (await post('cloudEndpoint/isConnected', { cloudEndpointPid: pid })).json().connected;
+  await waitFor(async () => connected(CS), 10_000, 'default connected');
+
+  let r = await d.request(`${BASE}/instances`, { headers: OPS });
+  t.equal(r.status, 200);
+  t.same(r.json(), {
+    cloudEndpointInstances: [
+      { cloudConnectionFactoryPid: CS, cloudEndpointPid: CS, state: 'CONNECTED', cloudEndpointType: 'CLOUD_CONNECTION_MANAGER' },
+      { cloudConnectionFactoryPid: CS, cloudEndpointPid: `${CS}-scada`, state: 'DISCONNECTED', cloudEndpointType: 'CLOUD_CONNECTION_MANAGER' },
+    ],
+    pubsubInstances: [],
+  }, 'every connection as a CloudService endpoint, in its state');
+  r = await post('cloudEndpoint/isConnected', { cloudEndpointPid: `${CS}-scada` });
+  t.equal(r.status, 200);
+  t.same(r.json(), { connected: false });
+  t.same((await post('cloudEndpoint/stackComponentPids', { cloudConnectionFactoryPid: CS, cloudEndpointPid: CS })).json(), { pids: [CS, TR] });
+  t.same((await post('cloudEndpoint/stackComponentPids', { cloudConnectionFactoryPid: CS, cloudEndpointPid: `${CS}-scada` })).json(), { pids: [`${CS}-scada`, `${TR}-scada`] });
+
+  // disconnect and connect by PID: the same as _disconnect and _connect.
+  r = await post('cloudEndpoint/disconnect', { cloudEndpointPid: CS });
+  t.equal(r.status, 204, r.body);
+  t.equal(await connected(CS), false, 'disconnected');
+  t.match((await d.request(`${BASE}/connections/default`, { headers: OPS })).json(), { connected: false, disconnectedOnRequest: true }, 'held, as _disconnect holds it');
+  await new Promise((res) => setTimeout(res, 300));
+  t.equal(await connected(CS), false, 'and stays so');
+  r = await post('cloudEndpoint/connect', { cloudEndpointPid: CS });
+  t.equal(r.status, 204, r.body);
+  await waitFor(async () => connected(CS), 10_000, 'connected again');
+  t.match((await d.request(`${BASE}/connections/default`, { headers: OPS })).json(), { connected: true, disconnectedOnRequest: false, reconnects: 1 });
+
+  // What others send: no body, not JSON, a number, the transport's PID, no such endpoint, another factory, a long PID, no role.
+  const cases: [string, string, unknown, number, RegExp][] = [
+    ['no body', 'cloudEndpoint/connect', '', 400, /cloudEndpointPid is required/],
+    ['not JSON', 'cloudEndpoint/isConnected', '{"cloudEndpointPid":', 400, /./],
+    ['a number', 'cloudEndpoint/disconnect', { cloudEndpointPid: 5 }, 400, /cloudEndpointPid is required/],
+    ['an empty PID', 'cloudEndpoint/isConnected', { cloudEndpointPid: '' }, 400, /cloudEndpointPid is required/],
+    ['a PID too long', 'cloudEndpoint/isConnected', { cloudEndpointPid: `${CS}-${'x'.repeat(300)}` }, 400, /cloudEndpointPid is required/],
+    ['the transport PID', 'cloudEndpoint/connect', { cloudEndpointPid: TR }, 404, /no CloudEndpoint "org\.eclipse\.kura\.core\.data\.transport\.mqtt\.MqttDataTransport"/],
+    ['no such connection', 'cloudEndpoint/isConnected', { cloudEndpointPid: `${CS}-nosuch` }, 404, /no CloudEndpoint/],
+    ['another PID', 'cloudEndpoint/disconnect', { cloudEndpointPid: 'org.eclipse.kura.clock.ClockService' }, 404, /no CloudEndpoint/],
+    ['another factory', 'cloudEndpoint/stackComponentPids', { cloudConnectionFactoryPid: 'org.eclipse.kura.cloudconnection.raw.mqtt.cloud.RawMqttCloudEndpoint', cloudEndpointPid: CS }, 404, /no cloud connection factory/],
+    ['no factory', 'cloudEndpoint/stackComponentPids', { cloudEndpointPid: CS }, 400, /cloudConnectionFactoryPid is required/],
+  ];
+  for (const [what, path, body, status, re] of cases) {
+    r = await post(path, body);
+    t.equal(r.status, status, `${what}: ${status}`);
+    t.match(r.json().message, re, `${what}: ${r.json().message}`);
+  }
+  r = await post('cloudEndpoint/disconnect', { cloudEndpointPid: CS }, VIEWER);
+  t.equal(r.status, 403, 'without rest.cloudconnection: 403');
+  t.equal((await d.request(`${BASE}/instances`, { headers: VIEWER })).status, 403);
+  t.equal(await connected(CS), true, 'the refused disconnect did nothing');
+  t.equal((await d.request(`${BASE}/instances`)).status, 401, 'no credentials: 401');
   await d.stop();
 });
