@@ -163,7 +163,9 @@ t.test('the deployment queue: uploads beside a trickling download, bounded in jo
     // A cancelled job gives its place back.
     const first = pending(await jobs())[0];
     t.equal((await api(`/_jobs/${first.id}`, { method: 'DELETE' })).status, 200);
-    await until('the cancel to end it', (j) => pending(j).length === MAX_JOBS - 1);
+    // CANCELLED shows at once; the place is given back once the job's files are removed, and the
+    // next download then starts (src/deploy/jobs.ts finish): wait for that, not for the state alone.
+    await until('the cancel to end it and the next download to start', (j) => pending(j).length === MAX_JOBS - 1 && pending(j)[0]?.state === 'RUNNING');
     const fits = await upload(packageOf('org.example.late', 3000));
     t.same([fits.status, fits.body], [200, '"REQUEST_RECEIVED"'], 'room again after a cancel');
     await until('the upload to be installed', (j) => j.some((x) => x.name === 'org.example.late' && x.state === 'SUCCEEDED'));
