@@ -9,6 +9,7 @@
 import { RequestError } from '../core/errors.js';
 import { PayloadReply, type CoreRequest, type Family } from '../core/family.js';
 import { isPlainObject } from '../core/schema.js';
+import { clip } from '../channels/values.js';
 import { CLOUD_FACTORY, connectionOfPid, connectionPids } from '../configuration/model.js';
 import { redactUrl } from '../deploy/fetch.js';
 
@@ -49,7 +50,10 @@ const shown = (c: ConnectionState) => ({
 });
 
 // A name is at most 64 characters (docs/configuration.md "Connections"): no longer text is echoed.
-const noSuch = (name: string) => new RequestError(404, `no connection named ${JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)}`);
+const noSuch = (name: string) => new RequestError(404, `no connection named ${JSON.stringify(clip(name))}`);
+
+/** Bound on a Kura request body: two PIDs of at most 200 characters and their keys. */
+const KURA_BODY_LIMIT = 4096;
 
 /** A connection's CloudEndpoint PID (its CloudService component's). */
 const endpointPid = (name: string) => connectionPids(name)[1];
@@ -68,12 +72,12 @@ export function cloudConnectionFamily(d: CloudConnectionDeps): Family {
     return new PayloadReply({ status: 204 });
   };
   /** The connection a Kura body's `cloudEndpointPid` names: a CloudService PID of one that exists; 404 otherwise. */
-  const endpoint = async (req: CoreRequest): Promise<ConnectionState> => endpointOf(await req.body({ limit: 4096 }));
+  const endpoint = async (req: CoreRequest): Promise<ConnectionState> => endpointOf(await req.body({ limit: KURA_BODY_LIMIT }));
   const endpointOf = (body: unknown): ConnectionState => {
     const pid = pidField(body, 'cloudEndpointPid');
     const conn = connectionOfPid(pid);
     const c = conn?.factoryPid === CLOUD_FACTORY ? d.list().find((x) => x.name === conn.name) : undefined;
-    if (!c) throw new RequestError(404, `no CloudEndpoint ${JSON.stringify(pid.length > 80 ? `${pid.slice(0, 80)}…` : pid)}`);
+    if (!c) throw new RequestError(404, `no CloudEndpoint ${JSON.stringify(clip(pid, 80))}`);
     return c;
   };
   const kuraOp = (what: 'connect' | 'disconnect') => async (req: CoreRequest) => {
@@ -115,9 +119,9 @@ export function cloudConnectionFamily(d: CloudConnectionDeps): Family {
         method: 'POST',
         path: 'cloudEndpoint/stackComponentPids',
         handler: async (req) => {
-          const body = await req.body({ limit: 4096 });
+          const body = await req.body({ limit: KURA_BODY_LIMIT });
           const factory = pidField(body, 'cloudConnectionFactoryPid');
-          if (factory !== CLOUD_FACTORY) throw new RequestError(404, `no cloud connection factory ${JSON.stringify(factory.slice(0, 80))}; the one here is ${CLOUD_FACTORY}`);
+          if (factory !== CLOUD_FACTORY) throw new RequestError(404, `no cloud connection factory ${JSON.stringify(clip(factory, 80))}; the one here is ${CLOUD_FACTORY}`);
           const [transport, cloud] = connectionPids(endpointOf(body).name);
           // Kura's stack has a DataService between the two; here there is none (COMPATIBILITY.md).
           return { pids: [cloud, transport] };
