@@ -6,7 +6,6 @@
 // `lastError` tells a refused CONNECT and a closed port for both connection types; Kura's resources
 // (instances, cloudEndpoint/connect, disconnect, isConnected, stackComponentPids) by CloudService PID.
 
-import net from 'node:net';
 import t from 'tap';
 import { startDaemon } from '../helpers/daemon.js';
 import { mosquittoSkip, startMosquitto } from '../helpers/mosquitto.js';
@@ -14,6 +13,7 @@ import { until } from '../helpers/mqtt-fixture.js';
 import { MqttClient } from '../../src/mqtt/client.js';
 import { silentLogger } from '../../src/log.js';
 import { waitFor } from '../helpers/broker-watch.js';
+import { freePort } from '../helpers/ports.js';
 
 t.setTimeout(90_000);
 
@@ -133,11 +133,8 @@ t.test('lastError: a refused CONNECT and a closed port, for a Kura and a Sparkpl
   // A broker that takes no anonymous client and knows no user: every CONNECT answered "not authorized".
   const closed = await startMosquitto({ conf: ['allow_anonymous false'] });
   t.teardown(() => closed.close());
-  const gone = net.createServer();
-  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r));
-  const port = (gone.address() as net.AddressInfo).port;
-  await new Promise((r) => gone.close(r));
-  const nowhere = `mqtt://127.0.0.1:${port}`;
+  // A port nothing listens on.
+  const nowhere = `mqtt://127.0.0.1:${await freePort()}`;
   const sp = { type: 'sparkplug', 'sparkplug.group.id': 'G', 'keep-alive': 5 };
   const started = Date.now();
   const d = await startDaemon(t, {
