@@ -29,7 +29,8 @@ t.test('asset health, driver list, and what an uninstall leaves without a driver
     assets: {
       well: { 'driver.pid': 'sim', 'poll.interval': 200, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
       manual: { 'driver.pid': 'sim', channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
-      hung: { 'driver.pid': 'sim', 'poll.interval': 300, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter', delay: 20000 } } },
+      // The longest delay (60 s), so that the first poll is still under way when the state is read.
+      hung: { 'driver.pid': 'sim', 'poll.interval': 300, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter', delay: 60_000 } } },
       gadget: { 'driver.pid': 'bus', 'poll.interval': 200, channels: { v: { type: 'READ', 'value.type': 'INTEGER' } } },
     },
   }));

@@ -29,7 +29,9 @@ t.test('health: asset states, status summary, uninstall warning', async (t) => {
     },
     assets: {
       pump: { 'driver.pid': 'plc', 'poll.interval': 200, channels: { level: { type: 'READ', 'value.type': 'INTEGER', 'unit.id': 1, 'memory.address': 1 } } },
-      hung: { 'driver.pid': 'sim', 'poll.interval': 300, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter', delay: 20000 } } },
+      // The simulator's longest delay (60 s): its first poll must not end while the test looks (a run
+      // under load took 20 s to reach the Status view, and the 20 s delay had ended: "1 ok").
+      hung: { 'driver.pid': 'sim', 'poll.interval': 300, channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter', delay: 60_000 } } },
       gadget: { 'driver.pid': 'bus', 'poll.interval': 200, channels: { v: { type: 'READ', 'value.type': 'INTEGER' } } },
       manual: { 'driver.pid': 'sim', channels: { n: { type: 'READ', 'value.type': 'INTEGER', simulation: 'counter' } } },
     },
