@@ -41,9 +41,16 @@ t.test(`the configuration form of an asset of ${CHANNELS} Modbus channels`, asyn
   // Queried by CSS: the accessibility tree of a page this size makes role and label queries slow.
   await page.locator('p.pager', { hasText: `${CHANNELS} channels` }).waitFor();
   t.pass(`every channel in the table, a page of rows shown (${Date.now() - opened} ms)`);
-  // The last page holds the last channel.
-  const next = page.locator('p.pager button', { hasText: 'Next rows' });
-  while (await next.isEnabled()) await next.click();
+  // The last page holds the last channel; the pager jumps to either end.
+  const pager = page.locator('p.pager');
+  const last = CHANNELS - ((CHANNELS - 1) % 1000);
+  await pager.locator('button', { hasText: 'Last rows' }).click();
+  await pager.filter({ hasText: `rows ${last}–${CHANNELS}` }).waitFor();
+  t.same([await pager.locator('button', { hasText: 'Next rows' }).isDisabled(), await pager.locator('button', { hasText: 'Last rows' }).isDisabled()], [true, true], 'on the last page, nothing further');
+  await pager.locator('button', { hasText: 'First rows' }).click();
+  await pager.filter({ hasText: 'rows 1–1000' }).waitFor();
+  t.ok(await pager.locator('button', { hasText: 'Previous rows' }).isDisabled(), 'back on the first page');
+  await pager.locator('button', { hasText: 'Last rows' }).click();
   const unit = page.locator(`table.channels td[aria-label="Unit of ch${CHANNELS - 1}"]`);
   await unit.click();
   await page.locator(`table.channels input[aria-label="Unit of ch${CHANNELS - 1}"]`).fill('kPa');

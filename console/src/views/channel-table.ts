@@ -341,15 +341,17 @@ export class ChannelTable {
       n ? [' ', h('button', { type: 'button', class: 'secondary', 'data-act': 'select-none' }, 'Clear selection')] : '');
   }
 
-  /** The count of channels, and the page buttons when there is more than a page. */
+  /** The count of channels, and the page buttons (first, previous, next, last) when there is more than a page. */
   private counts(): void {
     this.selection();
     const pages = Math.max(1, Math.ceil(this.rows.length / PAGE));
     const from = this.page * PAGE;
     replace(this.pager, `${this.rows.length} channel${this.rows.length === 1 ? '' : 's'}`,
       pages > 1 ? [` · rows ${from + 1}–${Math.min(from + PAGE, this.rows.length)} `,
+        h('button', { type: 'button', class: 'secondary', 'data-act': 'first', disabled: this.page === 0 }, 'First rows'), ' ',
         h('button', { type: 'button', class: 'secondary', 'data-act': 'prev', disabled: this.page === 0 }, 'Previous rows'), ' ',
-        h('button', { type: 'button', class: 'secondary', 'data-act': 'next', disabled: this.page === pages - 1 }, 'Next rows')] : '');
+        h('button', { type: 'button', class: 'secondary', 'data-act': 'next', disabled: this.page === pages - 1 }, 'Next rows'), ' ',
+        h('button', { type: 'button', class: 'secondary', 'data-act': 'last', disabled: this.page === pages - 1 }, 'Last rows')] : '');
   }
 
   private rowOf(el: HTMLElement): { r: Row; i: number } | undefined {
@@ -509,6 +511,10 @@ export class ChannelTable {
       this.note.textContent = `${ad.name ?? ad.id} set on ${picked.length} channel${picked.length === 1 ? '' : 's'}.`;
     } else if (act === 'prev' || act === 'next') {
       this.page += act === 'next' ? 1 : -1;
+      this.render();
+    } else if (act === 'first' || act === 'last') {
+      // render() bounds the page to the last one.
+      this.page = act === 'first' ? 0 : Number.MAX_SAFE_INTEGER;
       this.render();
     }
   }
