@@ -14,6 +14,7 @@ import { deploySection } from '../deploy/config.js';
 import { commandSection } from '../command/config.js';
 import { ASSET_TIMES } from '../assets/config.js';
 import { javaDoubleText } from '../channels/values.js';
+import { COMPONENT_LABELS } from './labels.js';
 
 // The connection name rule and the default's name, for the front ends (which do not import src/mqtt).
 export { CONNECTION_NAME, DEFAULT_CONNECTION };
@@ -36,6 +37,8 @@ interface Singleton {
   section: string;
   spec: Spec;
   mine: (key: string) => boolean;
+  /** Its properties' labels (src/configuration/labels.ts). */
+  labels: Readonly<Record<string, PropertyLabel>>;
 }
 
 const S = (pid: string, section: string, spec: Spec, mine: (k: string) => boolean = () => true): Singleton => ({
@@ -43,6 +46,7 @@ const S = (pid: string, section: string, spec: Spec, mine: (k: string) => boolea
   section,
   spec: Object.fromEntries(Object.entries(spec).filter(([k]) => mine(k))),
   mine: section ? mine : (k) => k in spec,
+  labels: COMPONENT_LABELS[K + pid] ?? {},
 });
 
 export const SINGLETONS: Singleton[] = [
@@ -345,8 +349,11 @@ export interface Ocd {
   ads: AttributeDef[];
 }
 
-const adsOfSpec = (spec: Spec): AttributeDef[] =>
-  Object.entries(spec).map(([id, [v, def]]) => ({ ...(v.ad ?? { type: 'STRING' }), id, default: def, ...(id === 'password' && { type: 'PASSWORD' }) }) as AttributeDef);
+const adsOfSpec = (spec: Spec, labels: Readonly<Record<string, PropertyLabel>> = {}): AttributeDef[] =>
+  Object.entries(spec).map(([id, [v, def]]) => {
+    const a = { ...(v.ad ?? { type: 'STRING' }), id, default: def, ...(id === 'password' && { type: 'PASSWORD' }) } as AttributeDef;
+    return Object.hasOwn(labels, id) ? labelled(a, labels[id]) : a;
+  });
 
 /**
  * A factory's definitions: declared (`DriverFactory.ocd`), else recorded from what its validator
@@ -461,7 +468,7 @@ export function channelOcd(pid: string, raw: Raw, registry: DriverRegistry): Ocd
  */
 export function ocdOf(c: Component, raw: Raw, registry: DriverRegistry): Ocd | undefined {
   const s = singletonOf(raw, c.pid);
-  if (s) return { id: s.pid, name: s.pid.slice(s.pid.lastIndexOf('.') + 1), ads: adsOfSpec(s.spec) };
+  if (s) return { id: s.pid, name: s.pid.slice(s.pid.lastIndexOf('.') + 1), ads: adsOfSpec(s.spec, s.labels) };
   if (c.factoryPid === ASSET_FACTORY) return { ...ASSET_OCD, ads: [...new AssetDefinition(c.props['driver.pid'], raw, registry).ads(channelNames(c.props))] };
   return c.factoryPid ? factoryOcd(c.factoryPid, registry) : undefined;
 }
@@ -485,7 +492,7 @@ export function definitionLookup(c: ComponentRef, raw: Raw, registry: DriverRegi
 
 export function factoryOcd(factoryPid: string, registry: DriverRegistry): Ocd | undefined {
   const conn = factoryPid === CLOUD.pid ? CLOUD : factoryPid === TRANSPORT.pid ? TRANSPORT : undefined;
-  if (conn) return { id: conn.pid, name: conn.pid.slice(conn.pid.lastIndexOf('.') + 1), ads: adsOfSpec(conn.spec) };
+  if (conn) return { id: conn.pid, name: conn.pid.slice(conn.pid.lastIndexOf('.') + 1), ads: adsOfSpec(conn.spec, conn.labels) };
   const name = factoryPid.slice(DRIVER_FACTORY.length);
   const f = factoryPid.startsWith(DRIVER_FACTORY) ? registry.get(name) : undefined;
   return f && { id: factoryPid, name: f.ocd?.name ?? name, description: f.ocd?.description, ads: driverAds(registry, name, false) };

@@ -82,6 +82,18 @@ t.test('configuration/v2', async (t) => {
     t.same(comps.find((c: any) => c.pid === REST), { pid: REST }, 'singletons without factoryPid');
   });
 
+  t.test("the daemon's own components: every property labelled, with its unit", async (t) => {
+    const own = (await get('configurableComponents/configurations')).json().configs.filter((c: any) => c.pid.startsWith('org.eclipse.kura.') && !c.pid.startsWith('org.eclipse.kura.driver.'));
+    t.same(own.map((c: any) => c.pid).sort(), [DAEMON, REST, 'org.eclipse.kura.web.Console', HTTP, MQTT, 'org.eclipse.kura.cloud.CloudService', 'org.eclipse.kura.deployment.agent', 'org.eclipse.kura.cloud.app.command.CommandCloudApp'].sort(), 'the eight singletons');
+    const bare = own.flatMap((c: any) => c.definition.ad.filter((a: any) => a.name === a.id || !a.description).map((a: any) => `${c.pid} ${a.id}`));
+    t.same(bare, [], 'each AD has a name other than its id, and a description');
+    const ad = (pid: string, id: string) => own.find((c: any) => c.pid === pid).definition.ad.find((a: any) => a.id === id);
+    t.same(ad(MQTT, 'keep-alive'), { name: 'Keep-alive', description: 'The MQTT keep-alive interval; 0 turns it off. Unit: s.', id: 'keep-alive', type: 'INTEGER', cardinality: 0, min: '0', max: '65535', defaultValue: '30', isRequired: false }, 'the unit ends the description');
+    t.match(ad(MQTT, 'password'), { name: 'Password', type: 'PASSWORD' }, 'a password keeps its type');
+    t.match(ad(REST, 'login.throttle.max.delay'), { name: 'Longest login pause', description: /Unit: ms\.$/ });
+    t.match(own.find((c: any) => c.pid === MQTT).properties['keep-alive'], { type: 'INTEGER', value: 30 }, 'properties still keyed by id');
+  });
+
   t.test('Kura 67-68: byPid order, unknown omitted, missing pids', async (t) => {
     t.equal((await post('configurableComponents/configurations/byPid', { pids: ['nope'] })).body, '{"configs":[]}');
     const r = (await post('configurableComponents/configurations/byPid', { pids: [REST, 'demo'] })).json();

@@ -67,7 +67,7 @@ t.test('the Configuration view with two MQTT connections', async (t) => {
 
   t.test('a connection transport: labelled fields, the 400 and the 403 at their field', async (t) => {
     const keep = box(page, 'keep-alive');
-    t.equal(await keep.locator('label').innerText(), 'keep-alive', "labelled from its definition, as the other singletons' fields");
+    t.equal(await keep.locator('label').innerText(), 'Keep-alive (s)', "labelled from its definition with its unit, as the other singletons' fields");
     t.equal(await keep.locator('input').inputValue(), '5', "the connection's value");
     t.match(await keep.locator('small:not(.error)').innerText(), /Default: 30\./, 'with its default');
     t.equal(await box(page, 'broker-url').locator('input').inputValue(), 'mqtt://127.0.0.1:2', 'its own broker');

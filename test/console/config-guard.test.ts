@@ -52,16 +52,16 @@ t.test('the component form: a stored password does not follow a new broker; rese
   };
 
   const { page, problems } = await session('admin', 'Admin-pass1');
-  await page.getByLabel('broker-url', { exact: true }).fill(second.url);
+  await page.getByLabel('Broker URL', { exact: true }).fill(second.url);
   await page.getByRole('button', { name: 'Save' }).click();
-  const pwError = await errorOf(page, 'password');
+  const pwError = await errorOf(page, 'Password');
   await pwError.filter({ hasText: /\S/ }).waitFor();
   t.match(await pwError.innerText(), /^broker-url changed, and the stored password is kept only for the endpoint it was given for/, `next to the password field: ${await pwError.innerText()}`);
-  t.equal(await page.getByLabel('password', { exact: true }).getAttribute('aria-invalid'), 'true', 'the password field is marked');
+  t.equal(await page.getByLabel('Password', { exact: true }).getAttribute('aria-invalid'), 'true', 'the password field is marked');
   await new Promise((r) => setTimeout(r, 500));
   t.same(passwordsAt(second), [], 'the new host got nothing');
 
-  await page.getByLabel('password', { exact: true }).fill('For-The-Second-1');
+  await page.getByLabel('Password', { exact: true }).fill('For-The-Second-1');
   await page.getByRole('button', { name: 'Save' }).click();
   await page.getByRole('status').filter({ hasText: 'Saved and applied.' }).waitFor();
   // The client reconnects in the background after the change; wait for its CONNECT (no speed is asserted).
@@ -71,12 +71,12 @@ t.test('the component form: a stored password does not follow a new broker; rese
 
   // A technician: a reserved property is refused with the reason, another one is saved.
   const tech = await session('tech', 'Tech-pass1');
-  await tech.page.getByLabel('username', { exact: true }).fill('someone-else');
+  await tech.page.getByLabel('User name', { exact: true }).fill('someone-else');
   await tech.page.getByRole('button', { name: 'Save' }).click();
   await tech.page.getByText(`Only kura.admin may change ${MQTT} property username`).waitFor();
   t.pass('the refusal names the reserved property');
-  await tech.page.getByLabel('username', { exact: true }).fill('device');
-  await tech.page.getByLabel('keep-alive', { exact: true }).fill('45');
+  await tech.page.getByLabel('User name', { exact: true }).fill('device');
+  await tech.page.getByLabel('Keep-alive (s)', { exact: true }).fill('45');
   await tech.page.getByRole('button', { name: 'Save' }).click();
   await tech.page.getByRole('status').filter({ hasText: 'Saved and applied.' }).waitFor();
   t.pass('keep-alive saved by rest.configuration');
