@@ -13,7 +13,8 @@ import { monotonicMs } from './session-store.js';
 import { IDENTITY_NAME } from './config.js';
 import { addressPrefix } from '../http/context.js';
 
-const BASE_DELAY_MS = 250;
+/** The first window after the free failures; each further failure doubles it, up to the bound. */
+export const BASE_DELAY_MS = 250;
 /** Failures allowed before any delay: a typo or two costs nothing. */
 const FREE_PER_IDENTITY = 2;
 // Many users may share one address (NAT); an address gets more free failures.

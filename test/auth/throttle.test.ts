@@ -10,7 +10,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { startDaemon } from '../helpers/daemon.js';
 import { launcherHeapOptions } from '../helpers/launch.mjs';
-import { LoginThrottle } from '../../src/auth/throttle.js';
+import { BASE_DELAY_MS, LoginThrottle } from '../../src/auth/throttle.js';
 
 v8.setFlagsFromString('--expose-gc');
 import { Browser, basic } from '../helpers/session-client.js';
@@ -22,8 +22,8 @@ const tryLogin = (d: Parameters<typeof basic>[0], u: string, p: string) => new B
 /**
  * Failed attempts spaced so that each one counts (one refused inside a window does not, and how
  * many are refused depends on the machine's speed), until the last opened a window of at least
- * `target` ms: windows of 250 ms doubling after `free` failures (src/auth/throttle.ts). Each attempt's
- * status is returned; the caller's next attempt then has the whole window to arrive in.
+ * `target` ms: windows of BASE_DELAY_MS (250 ms) doubling after `free` failures (src/auth/throttle.ts).
+ * Each attempt's status is returned; the caller's next attempt then has the whole window to arrive in.
  */
 async function openWindow(attempt: (i: number) => Promise<{ status: number }>, free: number, target: number): Promise<number[]> {
   const statuses: number[] = [];
@@ -31,7 +31,7 @@ async function openWindow(attempt: (i: number) => Promise<{ status: number }>, f
     statuses.push((await attempt(i)).status);
     const over = i + 1 - free;
     if (over <= 0) continue;
-    const window = 250 * 2 ** (over - 1);
+    const window = BASE_DELAY_MS * 2 ** (over - 1);
     if (window >= target) return statuses;
     await sleep(window + 50);
   }
