@@ -75,7 +75,9 @@ if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
     const d = await startDaemon(t, {
       identities: IDENTITIES,
       drivers: {
-        line: { factory: 'modbus', 'access.type': 'RTU', 'modbus.rtu.port.name': driverSide, 'modbus.rtu.baudrate': 19200, 'modbus.timeout': 150, 'modbus.transaction.retry': 0 },
+        // 400 ms: the device is a Python process that reads termios for every request; on a loaded
+        // machine (browser tests beside it) its answer to a poll once took longer than 150 ms.
+        line: { factory: 'modbus', 'access.type': 'RTU', 'modbus.rtu.port.name': driverSide, 'modbus.rtu.baudrate': 19200, 'modbus.timeout': 400, 'modbus.transaction.retry': 0 },
         tcp: { factory: 'modbus', 'access.type': 'TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': 1 },
         conv: { factory: 'modbus', 'access.type': 'RTU_OVER_TCP', 'modbus.tcp-udp.ip': '127.0.0.1', 'modbus.tcp-udp.port': 1 },
       },
@@ -130,6 +132,22 @@ if (havePeers(t, 'pymodbus', 'socat', 'stty')) {
     const after = seen.length;
     await new Promise((r) => setTimeout(r, 300));
     t.ok(seen.slice(after).some((s) => s.unit === 1 && s.baud === 19200), 'the line still polls');
+
+    // With identification: read at the settings the unit was found at, the line's polls between.
+    const identStart = seen.length;
+    r = await op.post('line', { units: [4, 6], baudRates: [9600, 4800], identify: true });
+    const ident = await op.until('line', r.json().id);
+    t.equal(ident.state, 'DONE');
+    t.same(ident.found, [{ unit: 5, baudRate: 4800, parity: 'none', identification: { VendorName: 'Unit 5', ProductCode: 'P-4800', MajorMinorRevision: '1.0' } }],
+      'the unit found, with the identification it gave at 4800 baud');
+    const identDuring = seen.slice(identStart);
+    t.same(identDuring.filter((s) => s.fc === 0x2b).map((s) => [s.unit, s.baud, s.parity, s.answered]), [[5, 4800, 'none', true]], 'one identification request, at the found unit\'s rate');
+    const identAt = identDuring.map((s, i) => (s.unit !== 1 ? i : -1)).filter((i) => i >= 0);
+    for (let k = 1; k < identAt.length; k++) {
+      if (!identDuring.slice(identAt[k - 1]! + 1, identAt[k]!).some((s) => s.unit === 1)) t.fail(`scan requests ${k - 1} and ${k} (identification included) with no poll between`);
+    }
+    t.same([...new Set(identDuring.filter((s) => s.unit === 1).map((s) => `${s.baud}/${s.parity}`))], ['19200/none'], 'the polls meanwhile at the line\'s own settings');
+    t.equal(speed(driverSide), '19200', 'the port is back at the line\'s rate');
 
     // Cancel mid-sweep: 8 rates × 20 units.
     r = await op.post('line', { units: [10, 29], baudRates: [1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200] });

@@ -12,7 +12,10 @@ operations").
 
   python3 termios_responder.py --pty PEER --watch DRIVER_SIDE --answer '[[unit, baud, "none"], ...]'
 
-Answers function 3 with register value = 100 * unit + address; other functions are ignored.
+Answers function 3 with register value = 100 * unit + address, and function 43 / MEI 14 (Read
+Device Identification, basic stream: conformity 0x01, one response) with VendorName "Unit <unit>",
+ProductCode "P-<baud>" and MajorMinorRevision "1.0", at the same settings only; other functions are
+ignored.
 """
 
 import argparse
@@ -57,22 +60,35 @@ def main():
         if not chunk:
             return
         buf += chunk
-        # Function 3 requests are 8 bytes: unit, 3, address, quantity, CRC (low byte first).
-        while len(buf) >= 8:
-            frame = buf[:8]
-            if crc16(frame[:6]) != frame[6] | (frame[7] << 8):
+        # Function 3 requests are 8 bytes: unit, 3, address, quantity, CRC (low byte first);
+        # function 43 / MEI 14 ones 7: unit, 0x2B, 0x0E, read code, object id, CRC.
+        while len(buf) >= 7:
+            size = 7 if buf[1] == 0x2B else 8
+            if len(buf) < size:
+                break
+            frame = buf[:size]
+            if crc16(frame[:size - 2]) != frame[size - 2] | (frame[size - 1] << 8):
                 buf = buf[1:]
                 continue
-            buf = buf[8:]
+            buf = buf[size:]
             unit, fc = frame[0], frame[1]
-            address = (frame[2] << 8) | frame[3]
-            count = (frame[4] << 8) | frame[5]
             baud, parity = settings(watch)
-            answered = fc == 3 and (unit, baud, parity) in answer
+            if fc == 0x2B:
+                address = frame[4]  # the object id asked for
+                answered = frame[2] == 0x0E and (unit, baud, parity) in answer
+            else:
+                address = (frame[2] << 8) | frame[3]
+                count = (frame[4] << 8) | frame[5]
+                answered = fc == 3 and (unit, baud, parity) in answer
             print(json.dumps({'unit': unit, 'fc': fc, 'address': address, 'baud': baud, 'parity': parity, 'answered': answered}), flush=True)
             if not answered:
                 continue
-            body = bytes([unit, 3, 2 * count]) + b''.join(((100 * unit + address + i) & 0xFFFF).to_bytes(2, 'big') for i in range(count))
+            if fc == 0x2B:
+                objects = [b'Unit %d' % unit, b'P-%d' % baud, b'1.0']
+                body = bytes([unit, 0x2B, 0x0E, frame[3], 0x01, 0, 0, len(objects)])
+                body += b''.join(bytes([i, len(v)]) + v for i, v in enumerate(objects))
+            else:
+                body = bytes([unit, 3, 2 * count]) + b''.join(((100 * unit + address + i) & 0xFFFF).to_bytes(2, 'big') for i in range(count))
             c = crc16(body)
             os.write(fd, body + bytes([c & 0xFF, c >> 8]))
 
