@@ -88,6 +88,7 @@ t.test('CONF-V1 as Kapua uses it', { ...mosquittoSkip(), ...kapuaPeerSkip() }, a
     const mqtt = configs.find((c) => c.pid === MQTT)!;
     t.same(mqtt.properties.password, { class: 'String', value: 'placeholder' }, 'the password as the placeholder');
     t.equal(mqtt.definition!.ad.find((a) => a.id === 'password')?.type, 'Password');
+    t.equal(mqtt.definition!.ad.find((a) => a.id === 'keep-alive')?.name, 'Keep-alive', "the daemon's own components' ADs named by their labels");
     t.same(mqtt.properties['keep-alive'], { class: 'Integer', value: '30' });
     const restC = configs.find((c) => c.pid === REST)!;
     t.same(restC.properties['session.inactivity.interval'], { class: 'Integer', value: String(v2.find((c) => c.pid === REST)!.properties['session.inactivity.interval'].value) });
