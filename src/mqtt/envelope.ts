@@ -20,7 +20,7 @@
 import { mqttResponseCode } from '../core/errors.js';
 import type { PayloadEncoding } from './config.js';
 import { HEAD_BYTES, decodeKuraPayload, decodeKuraPayloadHead, encodeKuraPayloadForWire, encodeKuraPayloadGzippedBody, findMetric, gunzippedBody, type GzippedBody, type KuraMetric, type KuraPayload } from './kura-payload.js';
-import { decodeSimpleJsonPayload, encodeSimpleJsonPayload } from './simple-json-payload.js';
+import { decodeSimpleJsonHead, decodeSimpleJsonPayload, encodeSimpleJsonPayload } from './simple-json-payload.js';
 
 export interface MqttRequest {
   appId: string;
@@ -124,9 +124,8 @@ export class Envelope {
 
     let kp: KuraPayload;
     if (tooLarge) {
-      // Only the head is read (HEAD_BYTES): a simple-json payload cannot be read in part.
-      if (o.encoding === 'simple-json') return { ok: false, ignore: false, reason: `simple-json payload of ${tooLarge} (not read)` };
-      kp = decodeKuraPayloadHead(payload, tooLarge);
+      // Only the head is read (HEAD_BYTES), for the request metrics.
+      kp = o.encoding === 'simple-json' ? decodeSimpleJsonHead(payload, tooLarge) : decodeKuraPayloadHead(payload, tooLarge);
     } else if (o.encoding === 'simple-json') {
       kp = decodeSimpleJsonPayload(payload);
     } else {

@@ -288,6 +288,11 @@ t.test('ASSET-V1', mosquittoSkip(), async (t) => {
     // An unknown top-level key makes the whole text the body: no metrics, no reply.
     const extra = Buffer.from(JSON.stringify({ metrics: { 'request.id': '2', 'requester.client.id': 'Q' }, extra: 1 }));
     t.equal(await req.kura('devjson', 'GET/assets', undefined, { raw: extra, requestId: '2', wait: 400, encoding: 'simple-json' }), undefined);
+    // Over the 4 MiB request bound (docs/mqtt.md "Requests too large"): refused with a reply, the metrics read from the head.
+    const huge = Buffer.concat([Buffer.from('{"sentOn":1,"metrics":{"request.id":"3","requester.client.id":"Q"},"body":"'), Buffer.alloc(4 * 1024 * 1024, 0x41), Buffer.from('"}')]);
+    const tooLarge = await req.kura('devjson', 'EXEC/read', undefined, { raw: huge, requestId: '3', encoding: 'simple-json', wait: 15_000 });
+    t.same([tooLarge?.code, tooLarge?.message], [400, `Request too large: ${huge.length} bytes, the limit is 4194304`], 'a simple-json request over the bound: 400 with the reason');
+    t.equal((await req.kura('devjson', 'GET/assets', undefined, { encoding: 'simple-json' }))?.code, 200, 'still serving');
   });
 
   t.test('bare JSON: the example of docs/mqtt.md works from a shell', async (t) => {

@@ -4,7 +4,7 @@
 // request.id comes after its body gets no reply, and a packet beyond the client's bound (5 MiB) is
 // skipped as it streams in, without a reply and without losing the connection; the daemon answers
 // after each. Then the envelope alone for the two JSON encodings: bare JSON reads the requester and
-// request id from the topic, simple-json is not read.
+// request id from the topic, simple-json from the `metrics` member in its first 64 KiB.
 
 import t from 'tap';
 import crypto from 'node:crypto';
@@ -12,6 +12,7 @@ import zlib from 'node:zlib';
 import { Envelope, MAX_REQUEST_BYTES } from '../../src/mqtt/envelope.js';
 import { MAX_PACKET_BYTES } from '../../src/mqtt/client.js';
 import { Writer, decodeKuraPayloadRaw, encodeKuraPayload, writeMetricFields, type KuraMetric } from '../../src/mqtt/kura-payload.js';
+import { decodeSimpleJsonHead } from '../../src/mqtt/simple-json-payload.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { KapuaRequester, negativeRequestId } from '../helpers/kapua-requester.js';
 import { startMosquitto, mosquittoSkip } from '../helpers/mosquitto.js';
@@ -107,8 +108,47 @@ t.test('the envelope: bare JSON and simple-json payloads over the bound', async 
   const reply = json.reply((p as any).refused.request, (p as any).refused.response);
   t.same([reply.topic, JSON.parse(reply.payload.toString())], ['$EDC/a/me/ASSET-V1/REPLY/7', { 'response.code': 400, 'response.exception.message': `Request too large: ${LIMIT + 1} bytes, the limit is ${LIMIT}` }]);
   t.match(json.parse('$EDC/a/gw/ASSET-V1/EXEC/read/me/7', big.subarray(0, LIMIT)), { ok: true }, 'at the bound: served');
+  // simple-json: the members before `metrics` are stepped over in the first 64 KiB, `metrics` is read.
   const simple = new Envelope({ prefix: '$EDC', account: 'a', clientId: 'gw', encoding: 'simple-json', gzip: false });
-  const s = simple.parse('$EDC/a/gw/ASSET-V1/EXEC/read', Buffer.concat([Buffer.from('{"metrics":{"request.id":"1","requester.client.id":"me"},"body":"'), big, Buffer.from('"}')]));
-  t.match(s, { ok: false, ignore: false, reason: /simple-json payload of .* \(not read\)/ });
-  t.equal((s as any).refused, undefined, 'simple-json: no reply');
+  const sj = (head: string, tail = '"}') => simple.parse('$EDC/a/gw/ASSET-V1/EXEC/read', Buffer.concat([Buffer.from(head), Buffer.alloc(LIMIT, 0x41), Buffer.from(tail)]));
+  const tooLarge = (n: number) => ({ code: 413, message: `Request too large: ${n} bytes, the limit is ${LIMIT}` });
+  const head1 = '{"metrics":{"request.id":"1","requester.client.id":"me"},"body":"';
+  let s = sj(head1);
+  t.match(s, { ok: false, ignore: false, refused: { request: { requester: 'me', requestId: '1', appId: 'ASSET-V1', body: undefined }, response: tooLarge(head1.length + LIMIT + 2) } }, 'metrics first: refused with a reply');
+  const sReply = simple.reply((s as any).refused.request, (s as any).refused.response);
+  t.same([sReply.topic, JSON.parse(sReply.payload.toString()).metrics], ['$EDC/a/me/ASSET-V1/REPLY/1', { 'response.code': 400, 'response.exception.message': `Request too large: ${head1.length + LIMIT + 2} bytes, the limit is ${LIMIT}` }], 'the reply in simple-json, 400');
+  // Kura's encoder's order, with what a byte scanner could trip on: nesting, braces, quotes and
+  // non-ASCII inside strings, spaces and new lines between tokens.
+  const head2 = ' {\n "sentOn" : 1796157835548 , "position":{"latitude":46.1,"longitude":[1,{"x":"}"}]},\n "metrics" : { "x":"a\\"}\\\\", "requester.client.id" : "mé}", "request.id":"-42", "n": 7.5 } ,"body":"';
+  s = sj(head2);
+  t.match(s, { refused: { request: { requester: 'mé}', requestId: '-42' }, response: { code: 413 } } }, 'sentOn and position stepped over, escapes and braces in strings');
+  const cases: [string, string, string?][] = [
+    ['the body before the metrics', '{"body":"', `","metrics":{"request.id":"1","requester.client.id":"me"}}`],
+    ['a request id that is a number (no string metric, as Kura)', '{"metrics":{"request.id":1,"requester.client.id":"me"},"body":"'],
+    ['not an object', '["'],
+    ['not JSON', 'metrics'],
+    ['a metrics object cut by the head', `{"metrics":{"request.id":"1","requester.client.id":"me","pad":"${'x'.repeat(70_000)}`],
+    ['a bad key', '{metrics:{"request.id":"1","requester.client.id":"me"},"body":"'],
+    ['metrics an array', '{"metrics":["request.id"],"body":"'],
+  ];
+  // Cut or mutated heads never throw, and any reply goes to a requester read from the text.
+  const src = Buffer.from(head2);
+  let threw = 0;
+  for (let k = 0; k < 3000; k++) {
+    const b = Buffer.from(src.subarray(0, 1 + (k % src.length)));
+    if (k % 2) b[k % b.length] = (k * 37) & 0xff;
+    try {
+      const r = decodeSimpleJsonHead(b, 'x');
+      const who = r.metrics.find((m) => m.name === 'requester.client.id');
+      if (who && !b.includes(Buffer.from(JSON.stringify(who.value).slice(1, -1)))) threw++;
+    } catch {
+      threw++;
+    }
+  }
+  t.equal(threw, 0, '3000 cut or mutated heads: none threw, every requester read is in the text');
+  for (const [what, head, tail] of cases) {
+    const r = sj(head, tail);
+    t.match(r, { ok: false, ignore: false, reason: /without string metrics request\.id and requester\.client\.id in its first 65536 bytes/ }, `${what}: not served`);
+    t.equal((r as any).refused, undefined, `${what}: no reply`);
+  }
 });
